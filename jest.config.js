@@ -1,0 +1,16 @@
+/** Jest runs the TypeScript sources as ESM through SWC (no type-check: `npm run typecheck` does that). */
+export default {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/test'],
+  testMatch: ['**/*.test.ts'],
+  extensionsToTreatAsEsm: ['.ts'],
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  transform: {
+    '^.+\\.ts$': ['@swc/jest', {
+      jsc: { parser: { syntax: 'typescript' }, target: 'es2023' },
+      module: { type: 'es6' },
+    }],
+  },
+  maxWorkers: 2,
+  testTimeout: 30000,
+};

@@ -1,0 +1,130 @@
+/**
+ * The composition root: the only module that knows every part. It opens the stores, builds
+ * the provider and the pages, and declares the middleware order.
+ *
+ * @example const app = await createApp(loadConfig(process.env)); http.createServer(app.callback());
+ */
+import type http from 'node:http';
+import Koa from 'koa';
+import type { Context } from 'koa';
+import mount from 'koa-mount';
+import { koaBody } from 'koa-body';
+import type Provider from 'oidc-provider';
+import type { Redis } from 'ioredis';
+import type { Config } from './config.js';
+import { specErrorCode } from './errors.js';
+import { createUserStore } from './accounts/user-store.js';
+import type { UserStore } from './accounts/user-store.js';
+import { createClientStore } from './clients/client-store.js';
+import type { ClientStore } from './clients/client-store.js';
+import { verifyClientSecret } from './clients/secret.js';
+import { openDatabase } from './store/database.js';
+import type { Database } from './store/database.js';
+import { migrate } from './store/migrate.js';
+import { connectRedis } from './store/redis.js';
+import { loadKeys } from './store/keys.js';
+import { createAdapterFactory } from './oidc/adapter.js';
+import { clientAdapter } from './oidc/client-adapter.js';
+import { createFindAccount } from './oidc/find-account.js';
+import { memoryAdapters } from './oidc/memory-adapter.js';
+import { postgresAdapters } from './oidc/postgres-adapter.js';
+import { createProvider } from './oidc/provider.js';
+import { redisAdapters } from './oidc/redis-adapter.js';
+import { ROUTES } from './oidc/routes.js';
+import { specGlue } from './oidc/spec-glue.js';
+import { handleErrors } from './http/handle-errors.js';
+import { health } from './http/health.js';
+import { securityHeaders } from './http/security-headers.js';
+import { staticAssets } from './http/static-assets.js';
+import { createErrorResponder } from './ui/error-page.js';
+import { interactionRoutes } from './ui/interactions.js';
+import { registerRoutes } from './ui/register.js';
+import { createViews, VIEWS_DIR } from './ui/views.js';
+
+export interface App {
+  readonly koa: Koa;
+  readonly provider: Provider;
+  readonly db: Database;
+  readonly redis: Redis | undefined;
+  readonly users: UserStore;
+  readonly clients: ClientStore;
+  callback(): http.RequestListener;
+  close(): Promise<void>;
+}
+
+export type Logger = (error: unknown, ctx?: Context) => void;
+
+const defaultLogger: Logger = (error, ctx) => {
+  console.error(ctx ? `${ctx.method} ${ctx.path} failed:` : 'error:', error);
+};
+
+export async function createApp(config: Config, log: Logger = defaultLogger): Promise<App> {
+  const db = await openDatabase(config);
+  let redis: Redis | undefined;
+  try {
+    await db.withConnection((sql) => migrate(sql));
+    redis = config.redisUrl ? await connectRedis(config.redisUrl) : undefined;
+  } catch (error) {
+    await db.close();
+    throw error;
+  }
+  const memory = redis ? undefined : memoryAdapters();
+  const keys = loadKeys(config);
+  const users = createUserStore(db.prisma);
+  const clients = createClientStore(db.prisma);
+  const views = createViews();
+  const respondError = createErrorResponder(views, new Set([ROUTES.token, ROUTES.userinfo]));
+
+  const provider = createProvider({
+    config,
+    keys,
+    adapters: createAdapterFactory({
+      durable: postgresAdapters(db.prisma),
+      shortLived: redis ? redisAdapters(redis, config.redisKeyPrefix) : memory!.adapters,
+      client: clientAdapter(clients.find),
+    }),
+    findAccount: createFindAccount(users.findById),
+    renderError: async (ctx, out) => respondError(
+      ctx,
+      { error: specErrorCode(String(out.error)), error_description: String(out.error_description ?? '') },
+      ctx.status >= 400 ? ctx.status : 400,
+    ),
+    verifyClientSecret,
+  });
+  provider.on('server_error', (ctx, error) => log(error, ctx));
+
+  const body = koaBody({
+    multipart: false, urlencoded: true, json: true, text: false, jsonStrict: true,
+    formLimit: '16kb', jsonLimit: '16kb',
+  });
+
+  const koa = new Koa({ proxy: config.trustProxy, keys: keys.cookieKeys });
+  koa.silent = true; // errors are logged by handleErrors and the provider's server_error event
+  koa
+    .use(handleErrors(respondError, log))
+    .use(securityHeaders({ hsts: config.secureCookies }))
+    .use(health({
+      database: () => db.prisma.$queryRaw`SELECT 1`,
+      ...(redis ? { redis: () => redis!.ping() } : {}),
+    }))
+    .use(staticAssets(VIEWS_DIR))
+    .use(registerRoutes({ clients, views, body }).routes())
+    .use(interactionRoutes({ provider, users, views, body }).routes())
+    .use(specGlue({ answerUntrusted: respondError }))
+    .use(mount(provider));
+
+  return {
+    koa,
+    provider,
+    db,
+    redis,
+    users,
+    clients,
+    callback: () => koa.callback(),
+    async close() {
+      memory?.close();
+      redis?.disconnect();
+      await db.close();
+    },
+  };
+}

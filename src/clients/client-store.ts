@@ -1,0 +1,55 @@
+/**
+ * Registered client applications.
+ *
+ * @example const { client, clientSecret } = await clients.register({ clientName: 'Demo', redirectUri });
+ */
+import type { Client, PrismaClient } from '../generated/prisma/client.js';
+import { redirectUriProblem } from './redirect-uri.js';
+import { generateClientId, generateClientSecret, hashClientSecret } from './secret.js';
+
+export type { Client };
+
+export class ClientInputError extends Error {
+  override name = 'ClientInputError';
+}
+
+export interface ClientStore {
+  /** Validates and registers a client; the plaintext secret is returned this once only. */
+  register(input: { clientName: unknown; redirectUri: unknown }): Promise<{ client: Client; clientSecret: string }>;
+  find(clientId: string): Promise<Client | null>;
+}
+
+const MAX_NAME_LENGTH = 100;
+
+function validName(value: unknown): string {
+  if (typeof value !== 'string' || value.trim() === '') throw new ClientInputError('client_name is required');
+  const name = value.trim();
+  if (name.length > MAX_NAME_LENGTH) throw new ClientInputError(`client_name must be at most ${MAX_NAME_LENGTH} characters`);
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(name)) throw new ClientInputError('client_name must not contain control characters');
+  return name;
+}
+
+function validRedirectUri(value: unknown): string {
+  if (typeof value !== 'string' || value.trim() === '') throw new ClientInputError('redirect_uri is required');
+  const problem = redirectUriProblem(value);
+  if (problem) throw new ClientInputError(problem);
+  return value;
+}
+
+export function createClientStore(prisma: PrismaClient): ClientStore {
+  return {
+    async register(input) {
+      const clientName = validName(input.clientName);
+      const redirectUri = validRedirectUri(input.redirectUri);
+      const clientSecret = generateClientSecret();
+      const client = await prisma.client.create({
+        data: { clientId: generateClientId(), clientSecretHash: hashClientSecret(clientSecret), clientName, redirectUri },
+      });
+      return { client, clientSecret };
+    },
+    find(clientId) {
+      return prisma.client.findUnique({ where: { clientId } });
+    },
+  };
+}

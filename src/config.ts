@@ -1,0 +1,149 @@
+/**
+ * The only reader of `process.env`. Parses and validates it once into a frozen, typed object;
+ * a bad value stops start-up with a message naming the variable.
+ *
+ * @example const config = loadConfig(process.env);
+ */
+import path from 'node:path';
+
+export interface Config {
+  readonly nodeEnv: 'development' | 'production' | 'test';
+  readonly production: boolean;
+  readonly port: number;
+  /** Public base URL; also the issuer (RFC 9207 `iss`), so no trailing slash and no path. */
+  readonly baseUrl: string;
+  readonly secureCookies: boolean;
+  /** Postgres connection string; unset = embedded PGlite under `dataDir`. */
+  readonly databaseUrl: string | undefined;
+  /** Redis connection string; unset = in-process stores. */
+  readonly redisUrl: string | undefined;
+  readonly redisKeyPrefix: string;
+  readonly dataDir: string;
+  readonly accessTokenTtl: number;
+  readonly authorizationCodeTtl: number;
+  /** Keys that sign cookies, newest first; unset outside production = generated under `dataDir`. */
+  readonly cookieKeys: readonly string[] | undefined;
+  /** Path to a private JWKS (signs ID tokens); unset outside production = generated under `dataDir`. */
+  readonly jwksFile: string | undefined;
+  readonly trustProxy: boolean;
+  readonly tls: { readonly certFile: string; readonly keyFile: string } | undefined;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly variable: string, problem: string) {
+    super(`${variable}: ${problem}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function read(env: Env, name: string): string | undefined {
+  const value = env[name]?.trim();
+  return value === '' ? undefined : value;
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = read(env, name);
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+    throw new ConfigError(name, `must be a whole number from ${min} to ${max}, got "${raw}"`);
+  }
+  return Number(raw);
+}
+
+function boolean(env: Env, name: string): boolean {
+  const raw = read(env, name)?.toLowerCase();
+  if (raw === undefined || raw === 'false' || raw === '0') return false;
+  if (raw === 'true' || raw === '1') return true;
+  throw new ConfigError(name, `must be true or false, got "${raw}"`);
+}
+
+function url(env: Env, name: string, protocols: readonly string[]): string | undefined {
+  const raw = read(env, name);
+  if (raw === undefined) return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(name, 'must be an absolute URL');
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(name, `must use ${protocols.join(' or ')}, got "${parsed.protocol}"`);
+  }
+  return raw;
+}
+
+function baseUrl(env: Env, port: number): string {
+  const raw = url(env, 'BASE_URL', ['http:', 'https:']) ?? `http://localhost:${port}`;
+  const parsed = new URL(raw);
+  if (parsed.pathname !== '/' || parsed.search || parsed.hash || parsed.username || parsed.password) {
+    throw new ConfigError('BASE_URL', 'must be an origin such as https://auth.example.com (no path, query or credentials)');
+  }
+  return parsed.origin;
+}
+
+function cookieKeys(env: Env): string[] | undefined {
+  const raw = read(env, 'COOKIE_KEYS');
+  if (raw === undefined) return undefined;
+  const keys = raw.split(',').map((key) => key.trim());
+  if (keys.some((key) => key.length < 32)) {
+    throw new ConfigError('COOKIE_KEYS', 'must be a comma-separated list of keys, each at least 32 characters');
+  }
+  return keys;
+}
+
+/** Parses the environment. Throws {@link ConfigError} naming the first bad variable. */
+export function loadConfig(env: Env): Config {
+  const nodeEnvRaw = read(env, 'NODE_ENV') ?? 'development';
+  if (nodeEnvRaw !== 'development' && nodeEnvRaw !== 'production' && nodeEnvRaw !== 'test') {
+    throw new ConfigError('NODE_ENV', `must be development, production or test, got "${nodeEnvRaw}"`);
+  }
+  const production = nodeEnvRaw === 'production';
+  const port = integer(env, 'PORT', 3000, 0, 65535);
+  const base = baseUrl(env, port);
+  const https = base.startsWith('https:');
+
+  const certFile = read(env, 'TLS_CERT_FILE');
+  const keyFile = read(env, 'TLS_KEY_FILE');
+  if ((certFile === undefined) !== (keyFile === undefined)) {
+    throw new ConfigError(certFile === undefined ? 'TLS_CERT_FILE' : 'TLS_KEY_FILE', 'TLS_CERT_FILE and TLS_KEY_FILE go together');
+  }
+  const tls = certFile && keyFile ? { certFile, keyFile } : undefined;
+  const trustProxy = boolean(env, 'TRUST_PROXY');
+
+  const keys = cookieKeys(env);
+  const jwksFile = read(env, 'JWKS_FILE');
+  if (production) {
+    if (!https) throw new ConfigError('BASE_URL', 'must be https when NODE_ENV=production');
+    if (keys === undefined) throw new ConfigError('COOKIE_KEYS', 'is required when NODE_ENV=production');
+    if (jwksFile === undefined) throw new ConfigError('JWKS_FILE', 'is required when NODE_ENV=production');
+  }
+  // Secure cookies can only be set on a request Koa sees as https: ours or a trusted proxy's.
+  if (https && !tls && !trustProxy) {
+    throw new ConfigError('TRUST_PROXY', 'BASE_URL is https: set TRUST_PROXY=true behind a TLS-terminating proxy, or TLS_CERT_FILE and TLS_KEY_FILE');
+  }
+
+  const redisKeyPrefix = read(env, 'REDIS_KEY_PREFIX') ?? 'oauth:';
+  if (!/^[\w:.-]{1,64}$/.test(redisKeyPrefix)) {
+    throw new ConfigError('REDIS_KEY_PREFIX', 'must be 1-64 characters of letters, digits, _ : . -');
+  }
+
+  return Object.freeze({
+    nodeEnv: nodeEnvRaw,
+    production,
+    port,
+    baseUrl: base,
+    secureCookies: https,
+    databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
+    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    redisKeyPrefix,
+    dataDir: path.resolve(read(env, 'DATA_DIR') ?? 'data'),
+    accessTokenTtl: integer(env, 'ACCESS_TOKEN_TTL', 3600, 1, 86_400),
+    authorizationCodeTtl: integer(env, 'AUTHORIZATION_CODE_TTL', 60, 1, 600),
+    cookieKeys: keys ? Object.freeze(keys) : undefined,
+    jwksFile,
+    trustProxy,
+    tls,
+  });
+}

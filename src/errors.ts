@@ -1,0 +1,60 @@
+/**
+ * The wire errors: the spec's codes, their statuses, and the one mapping from the
+ * provider's codes to ours. Every JSON error the service sends is `{error, error_description}`.
+ *
+ * @see ../shared/spec/oauth-service-spec.md "Errors"
+ */
+
+/** The spec's table, plus the standard codes the provider may still answer with. */
+export const ERROR_STATUS = {
+  invalid_request: 400,
+  invalid_client: 401,
+  invalid_code: 400,
+  invalid_token: 401,
+  invalid_grant: 400,
+  unsupported_grant_type: 400,
+  unsupported_response_type: 400,
+  invalid_scope: 400,
+  access_denied: 403,
+  insufficient_scope: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  unsupported_media_type: 415,
+  too_many_requests: 429,
+  server_error: 500,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export interface ErrorBody {
+  error: string;
+  error_description: string;
+}
+
+/** An error our own code raises on purpose; its message is safe to show. */
+export class ServiceError extends Error {
+  readonly status: number;
+
+  constructor(readonly code: ErrorCode, description: string, status: number = ERROR_STATUS[code]) {
+    super(description);
+    this.name = 'ServiceError';
+    this.status = status;
+  }
+
+  get body(): ErrorBody {
+    return { error: this.code, error_description: this.message };
+  }
+}
+
+/**
+ * Provider codes renamed for the spec. `invalid_redirect_uri` (RFC 7591) is not among the
+ * spec's codes; an unacceptable redirect_uri is an invalid parameter, i.e. `invalid_request`
+ * (RFC 6749 §4.1.2.1).
+ */
+const FROM_PROVIDER: Record<string, string> = {
+  invalid_redirect_uri: 'invalid_request',
+};
+
+export function specErrorCode(providerCode: string): string {
+  return FROM_PROVIDER[providerCode] ?? providerCode;
+}

@@ -1,0 +1,34 @@
+/**
+ * The provider's `findAccount`: a user's claims. The spec's userinfo body is
+ * `{username, email, full_name}`; `profile` and `email` add the OIDC standard names.
+ *
+ * @see OpenID Connect Core §5.1 (standard claims)
+ */
+import type { FindAccount } from 'oidc-provider';
+import type { User } from '../generated/prisma/client.js';
+
+/** Which claims each scope releases. Every token carries `openid` (see spec-glue.ts). */
+export const CLAIMS = {
+  openid: ['sub', 'username', 'email', 'full_name'],
+  profile: ['name', 'preferred_username'],
+  email: ['email', 'email_verified'],
+};
+
+export function createFindAccount(findById: (id: string) => Promise<User | null>): FindAccount {
+  return async (_ctx, id) => {
+    const user = await findById(id);
+    if (!user) return undefined;
+    return {
+      accountId: user.id,
+      claims: () => ({
+        sub: user.id,
+        username: user.username,
+        email: user.email,
+        full_name: user.fullName,
+        name: user.fullName,
+        preferred_username: user.username,
+        email_verified: false,
+      }),
+    };
+  };
+}

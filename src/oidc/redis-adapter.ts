@@ -1,0 +1,63 @@
+/**
+ * The adapter contract on Redis. Each instance is a hash `{payload, consumed?}` that expires
+ * with the model; side indexes map grantId, uid and userCode to it.
+ */
+import type { Redis } from 'ioredis';
+import type { Adapter, AdapterFor, AdapterPayload } from './adapter.js';
+import { alreadyConsumed, withConsumed } from './adapter.js';
+
+/** Marks consumed only if the key exists and is not consumed yet: 1 = done, 0 = was consumed, -1 = absent. */
+const CONSUME = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+return redis.call('HSETNX', KEYS[1], 'consumed', ARGV[1])`;
+
+export function redisAdapters(redis: Redis, prefix: string): AdapterFor {
+  return (model): Adapter => {
+    const key = (id: string) => `${prefix}${model}:${id}`;
+    const grantKey = (grantId: string) => `${prefix}grant:${grantId}`;
+    const uidKey = (uid: string) => `${prefix}${model}:uid:${uid}`;
+    const userCodeKey = (userCode: string) => `${prefix}${model}:userCode:${userCode}`;
+
+    async function find(id: string): Promise<AdapterPayload | undefined> {
+      const { payload, consumed } = await redis.hgetall(key(id));
+      if (!payload) return undefined;
+      return withConsumed(JSON.parse(payload) as AdapterPayload, consumed ? Number(consumed) : undefined);
+    }
+
+    async function findVia(indexKey: string) {
+      const id = await redis.get(indexKey);
+      return id ? find(id) : undefined;
+    }
+
+    return {
+      async upsert(id, payload, expiresIn) {
+        const multi = redis.multi().del(key(id)).hset(key(id), 'payload', JSON.stringify(payload));
+        if (expiresIn) multi.expire(key(id), expiresIn);
+        if (payload.grantId) {
+          multi.rpush(grantKey(payload.grantId), key(id));
+          if (expiresIn) multi.expire(grantKey(payload.grantId), expiresIn, 'GT').expire(grantKey(payload.grantId), expiresIn, 'NX');
+        }
+        for (const indexKey of [payload.uid && uidKey(payload.uid), payload.userCode && userCodeKey(payload.userCode)]) {
+          if (!indexKey) continue;
+          if (expiresIn) multi.set(indexKey, id, 'EX', expiresIn);
+          else multi.set(indexKey, id);
+        }
+        await multi.exec();
+      },
+      find,
+      findByUid: (uid) => findVia(uidKey(uid)),
+      findByUserCode: (userCode) => findVia(userCodeKey(userCode)),
+      async consume(id) {
+        const result = await redis.eval(CONSUME, 1, key(id), String(Math.floor(Date.now() / 1000)));
+        if (result !== 1) throw alreadyConsumed(model);
+      },
+      async destroy(id) {
+        await redis.del(key(id));
+      },
+      async revokeByGrantId(grantId) {
+        const keys = await redis.lrange(grantKey(grantId), 0, -1);
+        await redis.del(...keys, grantKey(grantId));
+      },
+    };
+  };
+}

@@ -1,0 +1,15 @@
+/**
+ * The spec's fixed paths, set through the provider's own `routes` option so that discovery
+ * advertises them. The provider serves only what is listed here and its discovery and JWKS.
+ *
+ * @see ../shared/spec/oauth-service-spec.md "Endpoints"
+ */
+export const ROUTES = {
+  authorization: '/api/authorize.php',
+  token: '/api/token.php',
+  userinfo: '/api/userinfo.php',
+  jwks: '/api/jwks.php',
+} as const;
+
+/** Login and consent pages live under the interaction cookie's path (`/interaction/<uid>`). */
+export const interactionPath = (uid: string) => `/interaction/${uid}`;

@@ -1,0 +1,102 @@
+/**
+ * The only place where requests are reshaped for oidc-provider. Each rule names the spec line
+ * it serves; everything else is the provider's own behaviour at the spec's paths.
+ *
+ * @see ../shared/spec/oauth-service-spec.md "Endpoints", "Errors"
+ */
+import querystring from 'node:querystring';
+import type { Context, Middleware, Next } from 'koa';
+import { ServiceError } from '../errors.js';
+import type { ErrorBody } from '../errors.js';
+import { ROUTES } from './routes.js';
+
+/** The provider's own body limit (lib/shared/selective_body.js). */
+const BODY_LIMIT = 56 * 1024;
+
+export interface GlueDependencies {
+  /** Answers an authorization error that must not be redirected to an untrusted redirect_uri. */
+  answerUntrusted(ctx: Context, body: ErrorBody, status: number): Promise<void> | void;
+}
+
+export function specGlue(deps: GlueDependencies): Middleware {
+  return async (ctx, next) => {
+    if (ctx.path === ROUTES.authorization && ctx.method === 'GET') return authorize(ctx, next, deps);
+    if (ctx.path === ROUTES.token && ctx.method === 'POST') return token(ctx, next);
+    if (ctx.path === ROUTES.userinfo) return userinfo(ctx, next);
+    return next();
+  };
+}
+
+/**
+ * Spec: client_id, redirect_uri and response_type are all required, and redirect_uri "must
+ * match the registered one": a request without it is refused, never completed from the
+ * registration (RFC 6749 §4.1.2.1: never redirect on a missing redirect_uri).
+ *
+ * Spec: the user information endpoint is the one protected resource, and a spec client sends no
+ * `scope`: every request asks for `openid`, the scope that releases it.
+ */
+async function authorize(ctx: Context, next: Next, deps: GlueDependencies) {
+  const { redirect_uri: redirectUri, scope } = ctx.query;
+  if (redirectUri === undefined || redirectUri === '') {
+    return deps.answerUntrusted(ctx, { error: 'invalid_request', error_description: "missing required parameter 'redirect_uri'" }, 400);
+  }
+  if (scope === undefined || typeof scope === 'string') {
+    const scopes = new Set((scope ?? '').split(' ').filter(Boolean));
+    if (!scopes.has('openid')) ctx.query = { ...ctx.query, scope: ['openid', ...scopes].join(' ') };
+  }
+  return next();
+}
+
+async function readBody(ctx: Context): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of ctx.req) {
+    size += (chunk as Buffer).length;
+    if (size > BODY_LIMIT) throw new ServiceError('invalid_request', 'request body is too large');
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * Spec: `code`, `client_id` and `client_secret` are the token request; grant_type defaults to
+ * authorization_code. A missing field is `invalid_request` (400), not a failed client
+ * authentication. A code that is unknown, expired, used, foreign or fails PKCE is the spec's
+ * `invalid_code`, which the provider calls `invalid_grant`; other grants keep `invalid_grant`.
+ *
+ * The provider reads the body we parsed here (it warns once that a body was parsed upstream).
+ */
+async function token(ctx: Context, next: Next) {
+  if (!ctx.is('application/x-www-form-urlencoded')) return next(); // the provider refuses it
+  const params = querystring.parse(await readBody(ctx));
+  params.grant_type ??= 'authorization_code';
+  const basic = ctx.get('authorization') !== '';
+  const required = [
+    ...(params.grant_type === 'authorization_code' ? ['code'] : []),
+    ...(basic ? [] : ['client_id', 'client_secret']),
+  ];
+  const missing = required.filter((name) => params[name] === undefined || params[name] === '');
+  if (missing.length > 0) {
+    throw new ServiceError('invalid_request', `missing required parameter${missing.length > 1 ? 's' : ''} ${missing.map((m) => `'${m}'`).join(', ')}`);
+  }
+  (ctx.request as { body?: unknown }).body = params;
+  await next();
+  const body = ctx.body as Partial<ErrorBody> | undefined;
+  if (params.grant_type === 'authorization_code' && body?.error === 'invalid_grant') {
+    ctx.body = { error: 'invalid_code', error_description: body.error_description ?? 'invalid authorization code' };
+  }
+}
+
+/**
+ * Spec: "Missing, invalid or expired token: error invalid_token with HTTP 401." The provider
+ * answers a missing or unparseable Authorization header with 400 invalid_request.
+ */
+async function userinfo(ctx: Context, next: Next) {
+  await next();
+  const body = ctx.body as Partial<ErrorBody> | undefined;
+  if (ctx.status === 400 && body?.error === 'invalid_request') {
+    ctx.body = { error: 'invalid_token', error_description: body.error_description ?? 'invalid access token' };
+    ctx.status = 401;
+    if (!ctx.response.get('WWW-Authenticate')) ctx.set('WWW-Authenticate', `Bearer realm="${ctx.origin}"`);
+  }
+}

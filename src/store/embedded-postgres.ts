@@ -1,0 +1,63 @@
+/**
+ * Embedded PostgreSQL (PGlite) for the zero-install default. One process at a time may own a
+ * data folder, so a lock file beside it turns a second opener (say, the CLI while the server
+ * runs) into a clear error instead of a corrupted database.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+
+export interface EmbeddedPostgres {
+  readonly pglite: PGlite;
+  close(): Promise<void>;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function acquireLock(lockFile: string): () => void {
+  for (;;) {
+    try {
+      fs.writeFileSync(lockFile, String(process.pid), { flag: 'wx' });
+      return () => fs.rmSync(lockFile, { force: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      const owner = Number(fs.readFileSync(lockFile, 'utf8'));
+      if (Number.isInteger(owner) && owner !== process.pid && isAlive(owner)) {
+        throw new Error(
+          `the embedded database in ${path.dirname(lockFile)} is in use by process ${owner}; ` +
+          'stop that process first, or set DATABASE_URL to share a PostgreSQL server',
+        );
+      }
+      fs.rmSync(lockFile, { force: true }); // left behind by a process that died
+    }
+  }
+}
+
+/** Opens (creating on first use) the PGlite database under `dataDir/pglite`. */
+export async function openEmbeddedPostgres(dataDir: string): Promise<EmbeddedPostgres> {
+  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const release = acquireLock(path.join(dataDir, 'pglite.lock'));
+  try {
+    const pglite = await PGlite.create(path.join(dataDir, 'pglite'));
+    return {
+      pglite,
+      async close() {
+        try {
+          await pglite.close();
+        } finally {
+          release();
+        }
+      },
+    };
+  } catch (error) {
+    release();
+    throw error;
+  }
+}

@@ -1,0 +1,6 @@
+/** The little of a SQL driver that the migration runner needs; `pg` and PGlite both fit it. */
+export interface SqlConnection {
+  query<Row = Record<string, unknown>>(text: string, params?: unknown[]): Promise<{ rows: Row[] }>;
+  /** Runs a script of several statements, without parameters. */
+  exec(script: string): Promise<void>;
+}

@@ -1,0 +1,35 @@
+/**
+ * How an error reaches a person or a program: the spec's JSON body for API calls and for
+ * requests that prefer JSON, a readable page for browsers.
+ */
+import type { Context } from 'koa';
+import type { ErrorBody } from '../errors.js';
+import type { Views } from './views.js';
+
+export type ErrorResponder = (ctx: Context, body: ErrorBody, status: number) => void;
+
+const TITLES: Record<number, string> = {
+  400: 'The request could not be completed',
+  401: 'The application could not be identified',
+  403: 'Not allowed',
+  404: 'Page not found',
+  429: 'Too many requests',
+};
+
+/** JSON when the path is an API (`jsonPaths`), the body is JSON, or Accept prefers JSON over HTML. */
+export function prefersJson(ctx: Context, jsonPaths: ReadonlySet<string>): boolean {
+  return jsonPaths.has(ctx.path) || Boolean(ctx.is('json')) || ctx.accepts('html', 'json') === 'json';
+}
+
+export function createErrorResponder(views: Views, jsonPaths: ReadonlySet<string>): ErrorResponder {
+  return (ctx, body, status) => {
+    ctx.set('Cache-Control', 'no-store');
+    if (prefersJson(ctx, jsonPaths)) {
+      ctx.status = status;
+      ctx.body = body;
+      return;
+    }
+    const title = TITLES[status] ?? (status >= 500 ? 'Something went wrong on our side' : 'The request could not be completed');
+    views.respond(ctx, 'error', { title, error: body.error, description: body.error_description }, status);
+  };
+}

@@ -1,0 +1,92 @@
+/**
+ * The login and consent pages the provider sends users to (`interactions.url`). They live
+ * under `/interaction/<uid>`, the path of the provider's interaction cookie, so browsers
+ * send that cookie with every post here.
+ *
+ * @see https://github.com/panva/node-oidc-provider/blob/main/docs/README.md#interactions
+ */
+import Router from '@koa/router';
+import type { Context, Middleware } from 'koa';
+import type Provider from 'oidc-provider';
+import type { InteractionResults } from 'oidc-provider';
+import { ServiceError } from '../errors.js';
+import type { UserStore } from '../accounts/user-store.js';
+import { checkCsrf, csrfToken } from './csrf.js';
+import { field } from './form.js';
+import type { Views } from './views.js';
+
+export interface InteractionDependencies {
+  provider: Provider;
+  users: UserStore;
+  views: Views;
+  body: Middleware;
+}
+
+const WRONG_CREDENTIALS = 'Incorrect username or password.';
+
+export function interactionRoutes({ provider, users, views, body }: InteractionDependencies): Router {
+  const router = new Router({ prefix: '/interaction/:uid' });
+
+  async function details(ctx: Context, expected?: 'login' | 'consent') {
+    const interaction = await provider.interactionDetails(ctx.req, ctx.res);
+    if (interaction.uid !== ctx.params.uid || (expected && interaction.prompt.name !== expected)) {
+      throw new ServiceError('invalid_request', 'This sign-in step is no longer current. Return to the application and start again.');
+    }
+    const client = await provider.Client.find(String(interaction.params.client_id));
+    if (!client) throw new ServiceError('invalid_request', 'The application is no longer registered.');
+    return { interaction, clientName: client.clientName ?? client.clientId };
+  }
+
+  async function finish(ctx: Context, result: InteractionResults, merge: boolean) {
+    const location = await provider.interactionResult(ctx.req, ctx.res, result, { mergeWithLastSubmission: merge });
+    ctx.status = 303;
+    ctx.redirect(location);
+  }
+
+  function loginPage(ctx: Context, locals: { uid: string; clientName: string; username?: string; error?: string }, status = 200) {
+    ctx.set('Cache-Control', 'no-store');
+    views.respond(ctx, 'login', { title: 'Sign in', csrf: csrfToken(ctx), username: '', ...locals }, status);
+  }
+
+  router.get('/', async (ctx) => {
+    const { interaction, clientName } = await details(ctx);
+    if (interaction.prompt.name === 'login') return loginPage(ctx, { uid: interaction.uid, clientName });
+    const user = await users.findById(String(interaction.session?.accountId));
+    ctx.set('Cache-Control', 'no-store');
+    views.respond(ctx, 'consent', { title: 'Allow access', csrf: csrfToken(ctx), uid: interaction.uid, clientName, username: user?.username });
+  });
+
+  router.post('/login', body, async (ctx) => {
+    checkCsrf(ctx);
+    const { interaction, clientName } = await details(ctx, 'login');
+    const username = field(ctx, 'username');
+    const user = await users.authenticate(username, field(ctx, 'password'));
+    if (!user) return loginPage(ctx, { uid: interaction.uid, clientName, username, error: WRONG_CREDENTIALS }, 401);
+    await finish(ctx, { login: { accountId: user.id } }, false);
+  });
+
+  router.post('/confirm', body, async (ctx) => {
+    checkCsrf(ctx);
+    const { interaction } = await details(ctx, 'consent');
+    const { prompt: { details: missing }, params, session, grantId } = interaction;
+    const grant = grantId
+      ? await provider.Grant.find(grantId)
+      : new provider.Grant({ accountId: session!.accountId, clientId: String(params.client_id) });
+    if (!grant) throw new ServiceError('invalid_request', 'This sign-in step is no longer current. Return to the application and start again.');
+    if (Array.isArray(missing.missingOIDCScope)) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
+    if (Array.isArray(missing.missingOIDCClaims)) grant.addOIDCClaims(missing.missingOIDCClaims);
+    for (const [indicator, scopes] of Object.entries((missing.missingResourceScopes ?? {}) as Record<string, string[]>)) {
+      grant.addResourceScope(indicator, scopes.join(' '));
+    }
+    await finish(ctx, { consent: { grantId: await grant.save() } }, true);
+  });
+
+  // Cancel on the login page and Deny on the consent page. @see RFC 6749 §4.1.2.1 (access_denied)
+  router.post('/abort', body, async (ctx) => {
+    checkCsrf(ctx);
+    await details(ctx);
+    await finish(ctx, { error: 'access_denied', error_description: 'the user denied the request' }, false);
+  });
+
+  return router;
+}

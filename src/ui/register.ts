@@ -1,0 +1,56 @@
+/**
+ * `/api/register.php`: the registration page (form, CSRF-protected) and the same POST with a
+ * JSON body for scripts. The client secret is in the response this once and never again.
+ *
+ * @see ../shared/spec/oauth-service-spec.md "Client registration"
+ */
+import Router from '@koa/router';
+import type { Context, Middleware } from 'koa';
+import { ServiceError } from '../errors.js';
+import type { ClientStore } from '../clients/client-store.js';
+import { ClientInputError } from '../clients/client-store.js';
+import { checkCsrf, csrfToken } from './csrf.js';
+import { field } from './form.js';
+import type { Views } from './views.js';
+
+export const REGISTER_PATH = '/api/register.php';
+
+export function registerRoutes({ clients, views, body }: { clients: ClientStore; views: Views; body: Middleware }): Router {
+  const router = new Router();
+
+  function form(ctx: Context, locals: { clientName?: string; redirectUri?: string; error?: string } = {}, status = 200) {
+    views.respond(ctx, 'register', { title: 'Register an application', csrf: csrfToken(ctx), clientName: '', redirectUri: '', ...locals }, status);
+  }
+
+  router.get(REGISTER_PATH, (ctx) => form(ctx));
+
+  router.post(REGISTER_PATH, body, async (ctx) => {
+    ctx.set('Cache-Control', 'no-store');
+    const json = Boolean(ctx.is('json'));
+    if (!json && !ctx.is('urlencoded')) {
+      throw new ServiceError('invalid_request', 'send the form as application/x-www-form-urlencoded, or JSON as application/json', 415);
+    }
+    if (!json) checkCsrf(ctx);
+    const input = { clientName: field(ctx, 'client_name'), redirectUri: field(ctx, 'redirect_uri') };
+    let registered;
+    try {
+      registered = await clients.register(input);
+    } catch (error) {
+      if (!(error instanceof ClientInputError)) throw error;
+      if (json) throw new ServiceError('invalid_request', error.message);
+      return form(ctx, { ...input, error: error.message }, 400);
+    }
+    const { client, clientSecret } = registered;
+    const result = { client_id: client.clientId, client_secret: clientSecret, client_name: client.clientName, redirect_uri: client.redirectUri };
+    if (json) {
+      ctx.status = 201;
+      ctx.body = result;
+      return;
+    }
+    views.respond(ctx, 'registered', {
+      title: 'Application registered', clientId: result.client_id, clientSecret, clientName: result.client_name, redirectUri: result.redirect_uri,
+    }, 201);
+  });
+
+  return router;
+}
