@@ -1,0 +1,42 @@
+/** Users and clients created through the app's own stores and endpoint. */
+import { randomBytes } from 'node:crypto';
+import type { TestApp } from './test-app.js';
+import type { TestClient, TestUser } from './browser.js';
+
+export async function createUser(t: TestApp, overrides: Partial<{ username: string; password: string; email: string; fullName: string }> = {}): Promise<TestUser & { email: string; fullName: string }> {
+  const user = {
+    username: `user${randomBytes(4).toString('hex')}`,
+    password: 'correct horse battery',
+    email: 'user@example.com',
+    fullName: 'Test User',
+    ...overrides,
+  };
+  await t.app.users.create(user);
+  return user;
+}
+
+/** Registers through POST /api/register.php (JSON), as client teams' scripts do. */
+export async function registerClient(t: TestApp, redirectUri = 'http://localhost:9999/callback', clientName = 'Test App'): Promise<TestClient & { client_name: string }> {
+  const res = await fetch(`${t.baseUrl}/api/register.php`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ client_name: clientName, redirect_uri: redirectUri }),
+  });
+  if (res.status !== 201) throw new Error(`registration failed: ${res.status} ${await res.text()}`);
+  return res.json() as Promise<TestClient & { client_name: string }>;
+}
+
+/** POST /api/token.php with a form body. */
+export async function tokenRequest(t: TestApp, form: Record<string, string>, headers: Record<string, string> = {}) {
+  const res = await fetch(`${t.baseUrl}/api/token.php`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+    body: new URLSearchParams(form).toString(),
+  });
+  return { status: res.status, headers: res.headers, body: await res.json() as Record<string, unknown> };
+}
+
+export async function userinfo(t: TestApp, authorization?: string) {
+  const res = await fetch(`${t.baseUrl}/api/userinfo.php`, { headers: authorization ? { authorization } : {} });
+  return { status: res.status, headers: res.headers, body: await res.json() as Record<string, unknown> };
+}

@@ -1,0 +1,68 @@
+/**
+ * The real services of this machine, one private slice per test file: its own Postgres
+ * database and its own Redis key prefix, so parallel and repeated runs cannot collide.
+ */
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+
+/** An administrative connection to the machine's Postgres (trust auth). */
+export const POSTGRES_ADMIN_URL = process.env.TEST_POSTGRES_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+export interface TestDatabase {
+  readonly url: string;
+  readonly name: string;
+  drop(): Promise<void>;
+}
+
+async function admin<T>(use: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
+  await client.connect();
+  try {
+    return await use(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** A fresh, empty database on the machine's Postgres. */
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const name = `oauth_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+  await admin((client) => client.query(`CREATE DATABASE "${name}"`));
+  const url = new URL(POSTGRES_ADMIN_URL);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    name,
+    drop: () => dropDatabase(url.toString()),
+  };
+}
+
+/** Drops the database a test created (its name is the path of `databaseUrl`). */
+export async function dropDatabase(databaseUrl: string): Promise<void> {
+  const name = decodeURIComponent(new URL(databaseUrl).pathname.slice(1));
+  if (!name.startsWith('oauth_test_')) throw new Error(`refusing to drop ${name}: not a test database`);
+  await admin((client) => client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
+}
+
+/** Deletes every Redis key under a test's prefix. */
+export async function deleteRedisKeys(prefix: string): Promise<void> {
+  if (!prefix.startsWith('test:')) throw new Error(`refusing to delete ${prefix}*: not a test prefix`);
+  const redis = new Redis(REDIS_URL);
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
+      if (keys.length) await redis.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** A Redis key prefix no other run uses. */
+export function testRedisPrefix(): string {
+  return `test:${process.pid}:${randomBytes(4).toString('hex')}:`;
+}
