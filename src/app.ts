@@ -12,7 +12,7 @@ import { koaBody } from 'koa-body';
 import type Provider from 'oidc-provider';
 import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
-import { specErrorCode } from './errors.js';
+import { specErrorCode, specStatus } from './errors.js';
 import { createUserStore } from './accounts/user-store.js';
 import type { UserStore } from './accounts/user-store.js';
 import { createClientStore } from './clients/client-store.js';
@@ -84,11 +84,10 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
       client: clientAdapter(clients.find),
     }),
     findAccount: createFindAccount(users.findById),
-    renderError: async (ctx, out) => respondError(
-      ctx,
-      { error: specErrorCode(String(out.error)), error_description: String(out.error_description ?? '') },
-      ctx.status >= 400 ? ctx.status : 400,
-    ),
+    renderError: async (ctx, out) => {
+      const error = specErrorCode(String(out.error));
+      respondError(ctx, { error, error_description: String(out.error_description ?? '') }, specStatus(error, ctx.status >= 400 ? ctx.status : 400));
+    },
     verifyClientSecret,
   });
   provider.on('server_error', (ctx, error) => log(error, ctx));

@@ -58,3 +58,10 @@ const FROM_PROVIDER: Record<string, string> = {
 export function specErrorCode(providerCode: string): string {
   return FROM_PROVIDER[providerCode] ?? providerCode;
 }
+
+/** The spec's four codes carry the spec's status wherever they appear; others keep theirs. */
+const SPEC_CODES = new Set(['invalid_request', 'invalid_client', 'invalid_code', 'invalid_token']);
+
+export function specStatus(code: string, status: number): number {
+  return SPEC_CODES.has(code) ? ERROR_STATUS[code as ErrorCode] : status;
+}

@@ -15,6 +15,11 @@ export function generateClientId(): string {
   return randomBytes(16).toString('base64url');
 }
 
+/** Issued ids are base64url; anything else cannot name a client and need not reach the database. */
+export function isWellFormedClientId(value: string): boolean {
+  return /^[\w-]{1,128}$/.test(value);
+}
+
 export function hashClientSecret(secret: string): string {
   return createHash('sha256').update(secret, 'utf8').digest('hex');
 }

@@ -7,6 +7,7 @@
  * to compare presented secrets against it.
  */
 import type { Client } from '../generated/prisma/client.js';
+import { isWellFormedClientId } from '../clients/secret.js';
 import type { Adapter, AdapterPayload } from './adapter.js';
 
 export function clientMetadata(client: Client): AdapterPayload {
@@ -21,9 +22,6 @@ export function clientMetadata(client: Client): AdapterPayload {
   };
 }
 
-/** Issued ids are base64url; anything else cannot be ours and need not reach the database. */
-const CLIENT_ID = /^[\w-]{1,128}$/;
-
 function readOnly(): never {
   throw new Error('clients are registered at /api/register.php, not through the provider');
 }
@@ -31,7 +29,7 @@ function readOnly(): never {
 export function clientAdapter(find: (clientId: string) => Promise<Client | null>): Adapter {
   return {
     async find(id) {
-      if (!CLIENT_ID.test(id)) return undefined;
+      if (!isWellFormedClientId(id)) return undefined;
       const client = await find(id);
       return client ? clientMetadata(client) : undefined;
     },

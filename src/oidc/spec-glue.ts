@@ -6,6 +6,7 @@
  */
 import querystring from 'node:querystring';
 import type { Context, Middleware, Next } from 'koa';
+import { isWellFormedClientId } from '../clients/secret.js';
 import { ServiceError } from '../errors.js';
 import type { ErrorBody } from '../errors.js';
 import { ROUTES } from './routes.js';
@@ -29,22 +30,33 @@ export function specGlue(deps: GlueDependencies): Middleware {
 
 /**
  * Spec: client_id, redirect_uri and response_type are all required, and redirect_uri "must
- * match the registered one": a request without it is refused, never completed from the
- * registration (RFC 6749 §4.1.2.1: never redirect on a missing redirect_uri).
+ * match the registered one": a request without it, or with a client_id that cannot name a
+ * client, is refused with `invalid_request` and never redirected (RFC 6749 §4.1.2.1).
  *
  * Spec: the user information endpoint is the one protected resource, and a spec client sends no
  * `scope`: every request asks for `openid`, the scope that releases it.
+ *
+ * Spec: only the code flow exists, whose responses travel in the query (RFC 6749 §4.1.2.1).
+ * The provider answers a `token` response_type's error in the fragment, which the client's
+ * server never sees; it goes in the query here too, unless the client asked for a mode.
  */
 async function authorize(ctx: Context, next: Next, deps: GlueDependencies) {
-  const { redirect_uri: redirectUri, scope } = ctx.query;
-  if (redirectUri === undefined || redirectUri === '') {
-    return deps.answerUntrusted(ctx, { error: 'invalid_request', error_description: "missing required parameter 'redirect_uri'" }, 400);
+  const { client_id: clientId, redirect_uri: redirectUri, scope, response_mode: responseMode } = ctx.query;
+  const refuse = (description: string) => deps.answerUntrusted(ctx, { error: 'invalid_request', error_description: description }, 400);
+  if (typeof clientId === 'string' && clientId !== '' && !isWellFormedClientId(clientId)) {
+    return refuse('client_id is malformed');
   }
+  if (redirectUri === undefined || redirectUri === '') return refuse("missing required parameter 'redirect_uri'");
   if (scope === undefined || typeof scope === 'string') {
     const scopes = new Set((scope ?? '').split(' ').filter(Boolean));
     if (!scopes.has('openid')) ctx.query = { ...ctx.query, scope: ['openid', ...scopes].join(' ') };
   }
-  return next();
+  await next();
+  const location = ctx.response.get('Location');
+  if (responseMode === undefined && ctx.status === 303 && location.includes('#error=')) {
+    const [target, fragment] = location.split('#', 2) as [string, string];
+    ctx.set('Location', `${target}${target.includes('?') ? '&' : '?'}${fragment}`);
+  }
 }
 
 async function readBody(ctx: Context): Promise<string> {
@@ -97,6 +109,8 @@ async function userinfo(ctx: Context, next: Next) {
   if (ctx.status === 400 && body?.error === 'invalid_request') {
     ctx.body = { error: 'invalid_token', error_description: body.error_description ?? 'invalid access token' };
     ctx.status = 401;
-    if (!ctx.response.get('WWW-Authenticate')) ctx.set('WWW-Authenticate', `Bearer realm="${ctx.origin}"`);
+    // RFC 6750 §3: the challenge names the same error as the body.
+    const challenge = ctx.response.get('WWW-Authenticate') || `Bearer realm="${ctx.origin}"`;
+    ctx.set('WWW-Authenticate', challenge.replace('error="invalid_request"', 'error="invalid_token"'));
   }
 }

@@ -1,0 +1,85 @@
+/**
+ * GET /api/authorize.php: untrusted client or redirect_uri → an error page (or JSON when asked)
+ * and never a redirect; once both are trusted, errors go back to the client in the query.
+ * @see RFC 6749 §4.1.2.1
+ */
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { createUser, registerClient } from './../helpers/fixtures.js';
+import { startTestApp } from '../helpers/test-app.js';
+import type { TestApp } from '../helpers/test-app.js';
+import type { TestClient } from '../helpers/browser.js';
+
+const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
+
+describe('GET /api/authorize.php', () => {
+  let t: TestApp;
+  let client: TestClient;
+  beforeAll(async () => {
+    t = await startTestApp();
+    client = await registerClient(t, 'https://client.example.com/callback');
+    await createUser(t);
+  });
+  afterAll(async () => { await t.close(); });
+
+  const authorize = (params: Record<string, string>, accept = BROWSER_ACCEPT) =>
+    fetch(`${t.baseUrl}/api/authorize.php?${new URLSearchParams(params)}`, { headers: { accept }, redirect: 'manual' });
+
+  test('a valid request without a session goes to the login page', async () => {
+    const res = await authorize({ client_id: client.client_id, redirect_uri: client.redirect_uri, response_type: 'code' });
+    expect(res.status).toBe(303);
+    expect(res.headers.get('location')).toMatch(/^\/interaction\/[\w-]+$|\/interaction\/[\w-]+$/);
+  });
+
+  describe.each([
+    ['missing client_id', (c: TestClient) => ({ redirect_uri: c.redirect_uri, response_type: 'code' }), 400, 'invalid_request'],
+    ['unknown client_id', (c: TestClient) => ({ client_id: 'no-such-client', redirect_uri: c.redirect_uri, response_type: 'code' }), 401, 'invalid_client'],
+    ['malformed client_id', (c: TestClient) => ({ client_id: 'bad id\u0000é', redirect_uri: c.redirect_uri, response_type: 'code' }), 400, 'invalid_request'],
+    ['missing redirect_uri', (c: TestClient) => ({ client_id: c.client_id, response_type: 'code' }), 400, 'invalid_request'],
+    ['empty redirect_uri', (c: TestClient) => ({ client_id: c.client_id, redirect_uri: '', response_type: 'code' }), 400, 'invalid_request'],
+    ['another redirect_uri', (c: TestClient) => ({ client_id: c.client_id, redirect_uri: 'https://evil.example.com/callback', response_type: 'code' }), 400, 'invalid_request'],
+    ['redirect_uri with a trailing slash', (c: TestClient) => ({ client_id: c.client_id, redirect_uri: `${c.redirect_uri}/`, response_type: 'code' }), 400, 'invalid_request'],
+    ['redirect_uri with an extra query', (c: TestClient) => ({ client_id: c.client_id, redirect_uri: `${c.redirect_uri}?next=/x`, response_type: 'code' }), 400, 'invalid_request'],
+    ['repeated client_id', (c: TestClient) => new URLSearchParams([['client_id', c.client_id], ['client_id', c.client_id], ['redirect_uri', c.redirect_uri], ['response_type', 'code']]), 400, 'invalid_request'],
+  ])('%s: never redirects', (_name, params, status, error) => {
+    const query = (c: TestClient) => new URLSearchParams(params(c) as Record<string, string>).toString();
+
+    test(`a browser gets a ${status} page naming ${error}`, async () => {
+      const res = await fetch(`${t.baseUrl}/api/authorize.php?${query(client)}`, { headers: { accept: BROWSER_ACCEPT }, redirect: 'manual' });
+      expect(res.status).toBe(status);
+      expect(res.headers.get('location')).toBeNull();
+      expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+      expect(res.headers.get('x-frame-options')).toBe('DENY');
+      expect(await res.text()).toContain(`<code id="error">${error}</code>`);
+    });
+
+    test('a request preferring JSON gets the JSON error body', async () => {
+      const res = await fetch(`${t.baseUrl}/api/authorize.php?${query(client)}`, { headers: { accept: 'application/json' }, redirect: 'manual' });
+      expect(res.status).toBe(status);
+      expect(res.headers.get('location')).toBeNull();
+      expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+      const body = await res.json() as Record<string, unknown>;
+      expect(body.error).toBe(error);
+      expect(typeof body.error_description).toBe('string');
+    });
+  });
+
+  describe.each([
+    ['unsupported response_type', { response_type: 'token' }, 'unsupported_response_type'],
+    ['unknown response_type', { response_type: 'foo' }, 'unsupported_response_type'],
+    ['missing response_type', {}, 'invalid_request'],
+    ['plain PKCE', { response_type: 'code', code_challenge: 'a'.repeat(43), code_challenge_method: 'plain' }, 'invalid_request'],
+    ['PKCE challenge without method', { response_type: 'code', code_challenge: 'a'.repeat(43) }, 'invalid_request'],
+    ['too short PKCE challenge', { response_type: 'code', code_challenge: 'abc', code_challenge_method: 'S256' }, 'invalid_request'],
+  ])('%s with a trusted client and redirect_uri', (_name, extra, error) => {
+    test(`redirects to the client with ?error=${error}&state=…`, async () => {
+      const res = await authorize({ client_id: client.client_id, redirect_uri: client.redirect_uri, state: 'st-1', ...extra });
+      expect(res.status).toBe(303);
+      const location = new URL(res.headers.get('location')!);
+      expect(`${location.origin}${location.pathname}`).toBe(client.redirect_uri);
+      expect(location.hash).toBe('');
+      expect(location.searchParams.get('error')).toBe(error);
+      expect(location.searchParams.get('state')).toBe('st-1');
+      expect(location.searchParams.get('iss')).toBe(t.baseUrl);
+    });
+  });
+});
