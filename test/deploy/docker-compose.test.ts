@@ -1,0 +1,148 @@
+/**
+ * The deployment files, read as text because no Docker engine runs the tests: docker-compose.yml
+ * wires the app to its own Postgres and Redis, starts it only once both are healthy, and gives it
+ * an environment src/config.ts accepts; the Dockerfile runs dist/main.js on Node 22, unprivileged.
+ */
+import fs from 'node:fs';
+import { describe, expect, test } from '@jest/globals';
+import { parse } from 'yaml';
+import { loadConfig } from '../../src/config.js';
+import { HEALTH_PATH } from '../../src/http/health.js';
+
+type Env = Record<string, string | undefined>;
+interface Service {
+  image?: string;
+  build?: unknown;
+  ports?: unknown[];
+  environment?: Record<string, string | number | boolean | null> | string[];
+  depends_on?: string[] | Record<string, { condition?: string }>;
+  healthcheck?: { test?: string | string[]; disable?: boolean };
+  volumes?: (string | { target?: string })[];
+}
+
+const read = (file: string) => fs.readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8');
+const compose = parse(read('docker-compose.yml')) as { services?: Record<string, Service> };
+const services = compose.services ?? {};
+const app = services.app ?? {};
+
+/** Compose takes `environment` as a map or as `NAME=value` lines; a bare name passes the host's value. */
+function environment(service: Service): Env {
+  const entries = Array.isArray(service.environment)
+    ? service.environment.map((line) => (line.includes('=') ? line.split(/=(.*)/s).slice(0, 2) : [line, undefined]))
+    : Object.entries(service.environment ?? {}).map(([name, value]) => [name, value === null ? undefined : String(value)]);
+  return Object.fromEntries(entries) as Env;
+}
+
+/** Dockerfile instructions, continuation lines joined and comments dropped, grouped by FROM. */
+function stages(text: string): { keyword: string; args: string }[][] {
+  const instructions = text.replace(/\\\r?\n/g, ' ').split(/\r?\n/).map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('#'))
+    .map((line) => {
+      const [, keyword = '', args = ''] = /^(\S+)\s*(.*)$/.exec(line)!;
+      return { keyword: keyword.toUpperCase(), args };
+    });
+  const result: { keyword: string; args: string }[][] = [];
+  for (const instruction of instructions) {
+    if (instruction.keyword === 'FROM') result.push([]);
+    result.at(-1)?.push(instruction);
+  }
+  return result;
+}
+
+const dockerStages = stages(read('Dockerfile'));
+const finalStage = dockerStages.at(-1) ?? [];
+const argsOf = (keyword: string) => finalStage.filter((i) => i.keyword === keyword).map((i) => i.args);
+
+/** The final stage's `ENV A=1 B=2` (or legacy `ENV A 1`): the container's defaults. Values hold no spaces. */
+function imageEnvironment(): Env {
+  const pairs = argsOf('ENV').flatMap((args) => (/^[\w.]+=/.test(args)
+    ? args.split(/\s+/).map((pair) => pair.split(/=(.*)/s))
+    : [args.split(/\s+(.*)/s)]));
+  return Object.fromEntries(pairs.map(([name, value = '']) => [name, value.replace(/^"(.*)"$/, '$1')]));
+}
+const imageEnv = imageEnvironment();
+
+/** The variables src/config.ts reads: every quoted upper-case name in it. */
+const configVariables = new Set([...read('src/config.ts').matchAll(/'([A-Z][A-Z0-9_]*)'/g)].map((match) => match[1]!));
+
+describe('docker-compose.yml', () => {
+  test('defines app (built here), postgres and redis', () => {
+    expect(Object.keys(services)).toEqual(expect.arrayContaining(['app', 'postgres', 'redis']));
+    expect(app.build).toBeDefined();
+    expect(services.postgres?.image).toMatch(/^postgres:/);
+    expect(services.redis?.image).toMatch(/^redis:/);
+  });
+
+  test('app reaches Postgres with the credentials and database the postgres service creates', () => {
+    const url = new URL(environment(app).DATABASE_URL ?? 'missing:');
+    const postgres = environment(services.postgres ?? {});
+    const user = postgres.POSTGRES_USER ?? 'postgres'; // the image's defaults
+    expect(url.hostname).toBe('postgres');
+    expect(url.port).toMatch(/^(5432)?$/);
+    expect(decodeURIComponent(url.username)).toBe(user);
+    expect(postgres.POSTGRES_PASSWORD).toBeTruthy();
+    expect(decodeURIComponent(url.password)).toBe(postgres.POSTGRES_PASSWORD);
+    expect(decodeURIComponent(url.pathname.slice(1))).toBe(postgres.POSTGRES_DB ?? user);
+  });
+
+  test('app reaches Redis on the redis service', () => {
+    const url = new URL(environment(app).REDIS_URL ?? 'missing:');
+    expect(url.hostname).toBe('redis');
+    expect(url.port).toMatch(/^(6379)?$/);
+  });
+
+  test('app starts only once postgres and redis are healthy', () => {
+    expect(app.depends_on).toMatchObject({ postgres: { condition: 'service_healthy' }, redis: { condition: 'service_healthy' } });
+  });
+
+  test('every service has a healthcheck; app probes its health endpoint', () => {
+    const unchecked = ['app', 'postgres', 'redis'].filter((name) => {
+      const check = services[name]?.healthcheck;
+      return check?.test === undefined || check.disable === true || [check.test].flat()[0] === 'NONE';
+    });
+    expect(unchecked).toEqual([]);
+    expect(JSON.stringify(app.healthcheck?.test)).toContain(HEALTH_PATH);
+  });
+
+  test("app's environment only sets variables src/config.ts reads", () => {
+    expect([...configVariables]).toEqual(expect.arrayContaining(['DATABASE_URL', 'REDIS_URL', 'BASE_URL', 'DATA_DIR']));
+    const names = [...Object.keys(environment(app)), ...Object.keys(imageEnv)];
+    expect(names.filter((name) => !configVariables.has(name))).toEqual([]);
+  });
+
+  test("app's environment (over the image's ENV) passes loadConfig, with Postgres, Redis and a persistent DATA_DIR", () => {
+    const config = loadConfig({ ...imageEnv, ...environment(app) });
+    expect(config.databaseUrl).toBeDefined();
+    expect(config.redisUrl).toBeDefined();
+    // Published as HOST:CONTAINER: the container side is PORT, the host side is BASE_URL's port.
+    expect(app.ports?.map(String)).toContain(`${new URL(config.baseUrl).port || 80}:${config.port}`);
+    const targets = (app.volumes ?? []).map((volume) => (typeof volume === 'string' ? volume.split(':')[1] : volume.target));
+    expect(targets).toContain(config.dataDir);
+  });
+});
+
+describe('Dockerfile', () => {
+  test('builds every stage on a Node 22 image', () => {
+    const images = dockerStages.map((stage) => stage[0]!.args.split(/\s+/).find((word) => !word.startsWith('--')));
+    expect(images.length).toBeGreaterThan(0);
+    for (const image of images) expect(image).toMatch(/^node:22(?:[-.@]|$)/);
+  });
+
+  test('runs node dist/main.js as a non-root user, exposing 3000', () => {
+    expect(JSON.parse(argsOf('CMD').at(-1) ?? '[]')).toEqual(['node', 'dist/main.js']);
+    expect(argsOf('USER').at(-1)).toMatch(/^(?!root\b|0\b)\S+/);
+    expect(argsOf('EXPOSE').join(' ').split(/\s+/)).toContain('3000');
+  });
+
+  test('copies what the postinstall script needs before npm ci', () => {
+    const stage = dockerStages.find((s) => s.some((i) => i.keyword === 'RUN' && /\bnpm ci\b/.test(i.args)));
+    expect(stage).toBeDefined();
+    const install = stage!.findIndex((i) => i.keyword === 'RUN' && /\bnpm ci\b/.test(i.args));
+    const copied = stage!.slice(0, install).filter((i) => i.keyword === 'COPY' && !i.args.includes('--from'))
+      .flatMap((i) => i.args.split(/\s+/).filter((word) => !word.startsWith('--')).slice(0, -1))
+      .map((source) => source.replace(/^\.\//, '').replace(/\/$/, ''));
+    const missing = ['package.json', 'package-lock.json', 'prisma', 'scripts']
+      .filter((needed) => !copied.includes(needed) && !copied.includes('.'));
+    expect(missing).toEqual([]);
+  });
+});
