@@ -64,7 +64,11 @@ async function readBody(ctx: Context): Promise<string> {
   let size = 0;
   for await (const chunk of ctx.req) {
     size += (chunk as Buffer).length;
-    if (size > BODY_LIMIT) throw new ServiceError('invalid_request', 'request body is too large');
+    if (size > BODY_LIMIT) {
+      // The rest of the body stays unread: the connection cannot carry another request.
+      ctx.set('Connection', 'close');
+      throw new ServiceError('invalid_request', 'request body is too large');
+    }
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks).toString('utf8');
