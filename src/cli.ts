@@ -67,7 +67,7 @@ async function run(argv: string[]): Promise<number> {
     return 0;
   } catch (error) {
     const known = error instanceof UserInputError || error instanceof UsageError || error instanceof ConfigError
-      || (error as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' || (error as { code?: string }).code === 'EEXIST';
+      || String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS_') || (error as { code?: string }).code === 'EEXIST';
     console.error(`${name}: ${(error as Error).message}`);
     if (!known) console.error(error);
     return 1;

@@ -109,7 +109,7 @@ export function loadConfig(env: Env): Config {
   if ((certFile === undefined) !== (keyFile === undefined)) {
     throw new ConfigError(certFile === undefined ? 'TLS_CERT_FILE' : 'TLS_KEY_FILE', 'TLS_CERT_FILE and TLS_KEY_FILE go together');
   }
-  const tls = certFile && keyFile ? { certFile, keyFile } : undefined;
+  const tls = certFile && keyFile ? Object.freeze({ certFile, keyFile }) : undefined;
   const trustProxy = boolean(env, 'TRUST_PROXY');
 
   const keys = cookieKeys(env);

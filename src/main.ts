@@ -14,19 +14,31 @@ function describe(config: Config): string {
   return `OAuth service at ${config.baseUrl} (port ${config.port}); data: ${database}; sessions: ${sessions}`;
 }
 
+/** The certificate and key, read before anything starts; an unreadable file is a ConfigError naming its variable. */
+function readTls(tls: NonNullable<Config['tls']>): { cert: Buffer; key: Buffer } {
+  const read = (variable: string, file: string) => {
+    try {
+      return fs.readFileSync(file);
+    } catch (error) {
+      throw new ConfigError(variable, `cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    }
+  };
+  return { cert: read('TLS_CERT_FILE', tls.certFile), key: read('TLS_KEY_FILE', tls.keyFile) };
+}
+
 async function main() {
   let config: Config;
+  let tls: { cert: Buffer; key: Buffer } | undefined;
   try {
     config = loadConfig(process.env);
+    tls = config.tls && readTls(config.tls);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     console.error(`Configuration error: ${error.message}`);
     process.exit(1);
   }
   const app = await createApp(config);
-  const server = config.tls
-    ? https.createServer({ cert: fs.readFileSync(config.tls.certFile), key: fs.readFileSync(config.tls.keyFile) }, app.callback())
-    : http.createServer(app.callback());
+  const server = tls ? https.createServer(tls, app.callback()) : http.createServer(app.callback());
   server.listen(config.port, () => console.log(describe(config)));
 
   let stopping = false;

@@ -24,10 +24,17 @@ export interface Step {
   headers: Headers;
 }
 
+/** A TLS-terminating proxy in front of the app: where requests really go, and the headers it adds. */
+export interface ForwardingProxy {
+  origin: string;
+  headers: Record<string, string>;
+}
+
 export class Browser {
   private cookies: Cookie[] = [];
 
-  constructor(readonly baseUrl: string) {}
+  /** `proxy`: requests for `baseUrl` go to `proxy.origin` with `proxy.headers` (say, X-Forwarded-Proto). */
+  constructor(readonly baseUrl: string, private readonly proxy?: ForwardingProxy) {}
 
   /** All Set-Cookie headers seen, for checking flags. */
   readonly setCookies: string[] = [];
@@ -57,7 +64,8 @@ export class Browser {
   /** One request, no redirect following. */
   async request(target: string, init: { method?: string; form?: Record<string, string>; headers?: Record<string, string> } = {}): Promise<Step> {
     const url = new URL(target, this.baseUrl);
-    const headers: Record<string, string> = { accept: 'text/html', ...init.headers };
+    const proxied = this.proxy && url.origin === new URL(this.baseUrl).origin;
+    const headers: Record<string, string> = { accept: 'text/html', ...(proxied ? this.proxy!.headers : {}), ...init.headers };
     const cookie = this.cookieHeader(url);
     if (cookie) headers.cookie = cookie;
     let body: string | undefined;
@@ -65,7 +73,7 @@ export class Browser {
       headers['content-type'] = 'application/x-www-form-urlencoded';
       body = new URLSearchParams(init.form).toString();
     }
-    const res = await fetch(url, { method: init.method ?? (body ? 'POST' : 'GET'), headers, body, redirect: 'manual' });
+    const res = await fetch(proxied ? new URL(`${url.pathname}${url.search}`, this.proxy!.origin) : url, { method: init.method ?? (body ? 'POST' : 'GET'), headers, body, redirect: 'manual' });
     this.store(url, res.headers);
     const location = res.headers.get('location') ?? undefined;
     return { status: res.status, location: location && new URL(location, url).toString(), body: await res.text(), headers: res.headers };

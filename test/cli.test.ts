@@ -1,0 +1,183 @@
+/**
+ * The administration CLI as operators run it (`node dist/cli.js`, what `npm run user:create --`
+ * runs): against the machine's Postgres and against an embedded DATA_DIR with the server stopped.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { createUserStore } from '../src/accounts/user-store.js';
+import { openDatabase } from '../src/store/database.js';
+import type { Database } from '../src/store/database.js';
+import { buildDist } from './helpers/build.js';
+import { runNode } from './helpers/run-node.js';
+import type { NodeRun } from './helpers/run-node.js';
+import { createTestDatabase } from './helpers/services.js';
+import type { TestDatabase } from './helpers/services.js';
+
+/** The first start of an embedded database initialises it, which takes a while. */
+const EMBEDDED_TIMEOUT = 120_000;
+const PASSWORD = 'correct horse battery staple';
+
+function userArgs(overrides: Record<string, string | undefined> = {}): string[] {
+  const options: Record<string, string | undefined> = {
+    username: 'alice', password: PASSWORD, email: 'alice@example.com', 'full-name': 'Alice Example', ...overrides,
+  };
+  return ['user:create', ...Object.entries(options).flatMap(([name, value]) => (value === undefined ? [] : [`--${name}`, value]))];
+}
+
+/** A failure the operator can act on: non-zero exit, the message on stderr, no stack trace. */
+function expectCleanFailure(run: NodeRun, message: string | RegExp) {
+  expect(run.timedOut).toBe(false);
+  expect(run.code).not.toBe(0);
+  expect(run.code).not.toBeNull();
+  expect(run.stderr).toEqual(typeof message === 'string' ? expect.stringContaining(message) : expect.stringMatching(message));
+  expect(run.stderr).not.toMatch(/^\s+at /m);
+}
+
+async function withDatabase<T>(options: { databaseUrl: string | undefined; dataDir: string }, use: (db: Database) => Promise<T>): Promise<T> {
+  const db = await openDatabase(options);
+  try {
+    return await use(db);
+  } finally {
+    await db.close();
+  }
+}
+
+beforeAll(async () => { await buildDist(); }, 120_000);
+
+describe('against PostgreSQL (DATABASE_URL)', () => {
+  let database: TestDatabase;
+  let dataDir: string;
+  let env: Record<string, string>;
+  const cli = (args: string[]) => runNode('dist/cli.js', args, env);
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'oauth-cli-test-'));
+    env = { DATABASE_URL: database.url, DATA_DIR: dataDir };
+  });
+  afterAll(async () => {
+    await database?.drop();
+    if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  test('db:migrate on an empty database applies the migrations, then has nothing to do', async () => {
+    const first = await cli(['db:migrate']);
+    expect(first.code).toBe(0);
+    expect(first.stdout).toMatch(/applied \d{14}_\w+|database is up to date/);
+    const again = await cli(['db:migrate']);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toMatch(/database is up to date/);
+    const rows = await withDatabase({ databaseUrl: database.url, dataDir }, (db) => db.prisma.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM "_prisma_migrations" WHERE finished_at IS NOT NULL`);
+    expect(Number(rows[0]!.n)).toBeGreaterThan(0);
+  });
+
+  test('user:create creates a user who can then log in', async () => {
+    const run = await cli(userArgs());
+    expect(run.stderr).not.toMatch(/user:create:/);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/created user alice/);
+    expect(run.stdout).not.toContain(PASSWORD);
+
+    await withDatabase({ databaseUrl: database.url, dataDir }, async (db) => {
+      const users = createUserStore(db.prisma);
+      const user = await users.authenticate('alice', PASSWORD);
+      expect(user).toMatchObject({ username: 'alice', email: 'alice@example.com', fullName: 'Alice Example' });
+      expect(user!.passwordHash).not.toContain(PASSWORD);
+      expect(await users.authenticate('alice', 'not the password')).toBeUndefined();
+    });
+  });
+
+  test('a taken username (in any case) is refused with "already taken"', async () => {
+    const again = await cli(userArgs({ email: 'other@example.com' }));
+    expectCleanFailure(again, 'already taken');
+    expectCleanFailure(await cli(userArgs({ username: 'ALICE' })), 'already taken');
+    await withDatabase({ databaseUrl: database.url, dataDir }, async (db) => {
+      expect(await db.prisma.user.count({ where: { username: 'alice' } })).toBe(1);
+      // The original password still works: the duplicate changed nothing.
+      expect(await createUserStore(db.prisma).authenticate('alice', PASSWORD)).toBeTruthy();
+    });
+  });
+
+  test.each<[string, string[], string | RegExp]>([
+    ['a missing --email', userArgs({ username: 'bob', email: undefined }), '--email'],
+    ['missing --username and --full-name', userArgs({ username: undefined, 'full-name': undefined }), /--username.*--full-name/],
+    ['an empty --password', userArgs({ username: 'bob', password: '' }), '--password'],
+    ['a bad e-mail address', userArgs({ username: 'bob', email: 'not-an-email' }), /email/i],
+    ['a short password', userArgs({ username: 'bob', password: 'short' }), /password must be \d+ to \d+ characters/],
+    ['a bad username', userArgs({ username: 'bob smith' }), /username must be/],
+    ['an unknown option', [...userArgs({ username: 'bob' }), '--admin', 'yes'], /--admin/],
+    ['an option without its value', ['user:create', '--username'], /--username/],
+    ['a stray positional argument (npm run without --)', ['user:create', 'bob', 'secret'], /bob|argument/i],
+  ])('%s: non-zero exit with a clear message, no user', async (_, args, message) => {
+    expectCleanFailure(await cli(args), message);
+    await withDatabase({ databaseUrl: database.url, dataDir }, async (db) => {
+      expect(await db.prisma.user.count({ where: { username: { in: ['bob', 'bob smith'] } } })).toBe(0);
+    });
+  });
+
+  test('an unknown command prints the usage and exits non-zero', async () => {
+    const run = await cli(['user:delete']);
+    expect(run.code).not.toBe(0);
+    expect(run.stderr).toMatch(/usage: .*user:create/);
+  });
+
+  test('a bad DATABASE_URL is a configuration error naming it', async () => {
+    const run = await runNode('dist/cli.js', userArgs({ username: 'carol' }), { DATABASE_URL: 'mysql://x', DATA_DIR: dataDir });
+    expectCleanFailure(run, 'DATABASE_URL');
+  });
+});
+
+describe('against the embedded database (DATA_DIR, server stopped)', () => {
+  let dataDir: string;
+  let env: Record<string, string>;
+  const cli = (args: string[]) => runNode('dist/cli.js', args, env, EMBEDDED_TIMEOUT);
+
+  beforeAll(() => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'oauth-cli-test-'));
+    env = { DATA_DIR: dataDir };
+  });
+  afterAll(() => { if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true }); });
+
+  test('user:create creates a user who can then log in', async () => {
+    const run = await cli(userArgs());
+    expect(run.stderr).not.toMatch(/user:create:/);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/created user alice/);
+    // The CLI let go of the folder: the server (here, this process) can open it.
+    await withDatabase({ databaseUrl: undefined, dataDir }, async (db) => {
+      expect(db.embedded).toBe(true);
+      expect(await createUserStore(db.prisma).authenticate('alice', PASSWORD)).toMatchObject({ email: 'alice@example.com', fullName: 'Alice Example' });
+    });
+  }, EMBEDDED_TIMEOUT);
+
+  test('a taken username is refused with "already taken"', async () => {
+    expectCleanFailure(await cli(userArgs({ email: 'other@example.com' })), 'already taken');
+  }, EMBEDDED_TIMEOUT);
+
+  test('db:migrate exits 0', async () => {
+    const run = await cli(['db:migrate']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/database is up to date/);
+  }, EMBEDDED_TIMEOUT);
+
+  test('while another process holds the folder, it refuses and says the database is in use', async () => {
+    const db = await openDatabase({ databaseUrl: undefined, dataDir }); // as the running server does
+    let run: NodeRun;
+    try {
+      run = await cli(userArgs({ username: 'dave' }));
+    } finally {
+      await db.close();
+    }
+    expect(run.timedOut).toBe(false);
+    expect(run.code).not.toBe(0);
+    expect(run.code).not.toBeNull();
+    expect(run.stderr).toMatch(/in use by process \d+/);
+    expect(run.stderr).toContain(String(process.pid));
+
+    // Nothing was written, and once the folder is free the same command works.
+    const retry = await cli(userArgs({ username: 'dave' }));
+    expect(retry.code).toBe(0);
+  }, EMBEDDED_TIMEOUT);
+});

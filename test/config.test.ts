@@ -1,0 +1,226 @@
+/**
+ * src/config.ts, the only reader of the environment: its defaults, a ConfigError naming the
+ * variable for every bad value, production's demands, a frozen result; and `node dist/main.js`
+ * refusing to start on a bad value.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { ConfigError, loadConfig } from '../src/config.js';
+import { buildDist } from './helpers/build.js';
+import { runNode } from './helpers/run-node.js';
+
+const KEY = 'k'.repeat(32);
+const PRODUCTION = {
+  NODE_ENV: 'production', BASE_URL: 'https://auth.example.com', TRUST_PROXY: 'true', COOKIE_KEYS: KEY, JWKS_FILE: '/etc/oauth/jwks.json',
+};
+
+/** The ConfigError loadConfig throws for `env` (fails the test if it throws none or another). */
+function configError(env: Record<string, string>): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+  throw new Error(`loadConfig accepted ${JSON.stringify(env)}`);
+}
+
+describe('loadConfig defaults', () => {
+  test('an empty environment is a development set-up on port 3000 with embedded stores', () => {
+    expect(loadConfig({})).toEqual({
+      nodeEnv: 'development',
+      production: false,
+      port: 3000,
+      baseUrl: 'http://localhost:3000',
+      secureCookies: false,
+      databaseUrl: undefined,
+      redisUrl: undefined,
+      redisKeyPrefix: 'oauth:',
+      dataDir: path.resolve('data'),
+      accessTokenTtl: 3600,
+      authorizationCodeTtl: 60,
+      cookieKeys: undefined,
+      jwksFile: undefined,
+      trustProxy: false,
+      tls: undefined,
+    });
+  });
+
+  test('BASE_URL defaults to http://localhost:PORT', () => {
+    expect(loadConfig({ PORT: '8080' }).baseUrl).toBe('http://localhost:8080');
+  });
+
+  test('empty and blank values count as unset', () => {
+    expect(loadConfig({ PORT: '', BASE_URL: '  ', ACCESS_TOKEN_TTL: '' })).toMatchObject({ port: 3000, baseUrl: 'http://localhost:3000', accessTokenTtl: 3600 });
+  });
+
+  test('every variable is read', () => {
+    const config = loadConfig({
+      PORT: '8443',
+      BASE_URL: 'https://auth.example.com/',
+      DATABASE_URL: 'postgresql://oauth@db:5432/oauth',
+      REDIS_URL: 'rediss://cache:6380',
+      REDIS_KEY_PREFIX: 'auth:',
+      DATA_DIR: '/var/lib/oauth',
+      ACCESS_TOKEN_TTL: '600',
+      AUTHORIZATION_CODE_TTL: '30',
+      COOKIE_KEYS: `${KEY}, ${'n'.repeat(40)}`,
+      JWKS_FILE: '/etc/oauth/jwks.json',
+      NODE_ENV: 'test',
+      TRUST_PROXY: 'false',
+      TLS_CERT_FILE: '/etc/oauth/cert.pem',
+      TLS_KEY_FILE: '/etc/oauth/key.pem',
+    });
+    expect(config).toEqual({
+      nodeEnv: 'test',
+      production: false,
+      port: 8443,
+      baseUrl: 'https://auth.example.com', // an origin: no trailing slash, as the issuer
+      secureCookies: true,
+      databaseUrl: 'postgresql://oauth@db:5432/oauth',
+      redisUrl: 'rediss://cache:6380',
+      redisKeyPrefix: 'auth:',
+      dataDir: '/var/lib/oauth',
+      accessTokenTtl: 600,
+      authorizationCodeTtl: 30,
+      cookieKeys: [KEY, 'n'.repeat(40)],
+      jwksFile: '/etc/oauth/jwks.json',
+      trustProxy: false,
+      tls: { certFile: '/etc/oauth/cert.pem', keyFile: '/etc/oauth/key.pem' },
+    });
+  });
+
+  test('TRUST_PROXY accepts true/false/1/0 in any case', () => {
+    expect(loadConfig({ TRUST_PROXY: 'TRUE' }).trustProxy).toBe(true);
+    expect(loadConfig({ TRUST_PROXY: '1' }).trustProxy).toBe(true);
+    expect(loadConfig({ TRUST_PROXY: 'False' }).trustProxy).toBe(false);
+    expect(loadConfig({ TRUST_PROXY: '0' }).trustProxy).toBe(false);
+  });
+
+  test('an https BASE_URL behind a trusted proxy gives Secure cookies', () => {
+    expect(loadConfig({ BASE_URL: 'https://auth.example.com', TRUST_PROXY: 'true' })).toMatchObject({ secureCookies: true, trustProxy: true });
+  });
+});
+
+describe('a bad value throws ConfigError naming the variable', () => {
+  test.each<[string, Record<string, string>]>([
+    ['PORT', { PORT: 'abc' }],
+    ['PORT', { PORT: '-1' }],
+    ['PORT', { PORT: '65536' }],
+    ['PORT', { PORT: '80.5' }],
+    ['BASE_URL', { BASE_URL: 'not-a-url' }],
+    ['BASE_URL', { BASE_URL: 'http://localhost:3000/auth' }],
+    ['BASE_URL', { BASE_URL: 'http://localhost:3000/?x=1' }],
+    ['BASE_URL', { BASE_URL: 'http://user:pass@localhost:3000' }],
+    ['BASE_URL', { BASE_URL: 'ftp://localhost' }],
+    ['ACCESS_TOKEN_TTL', { ACCESS_TOKEN_TTL: '0' }],
+    ['ACCESS_TOKEN_TTL', { ACCESS_TOKEN_TTL: 'an hour' }],
+    ['AUTHORIZATION_CODE_TTL', { AUTHORIZATION_CODE_TTL: '0' }],
+    ['AUTHORIZATION_CODE_TTL', { AUTHORIZATION_CODE_TTL: '3600' }],
+    ['DATABASE_URL', { DATABASE_URL: 'mysql://x' }],
+    ['DATABASE_URL', { DATABASE_URL: 'not a url' }],
+    ['REDIS_URL', { REDIS_URL: 'http://x' }],
+    ['NODE_ENV', { NODE_ENV: 'staging' }],
+    ['TRUST_PROXY', { TRUST_PROXY: 'maybe' }],
+    ['COOKIE_KEYS', { COOKIE_KEYS: 'short' }],
+    ['COOKIE_KEYS', { COOKIE_KEYS: `${KEY},short` }],
+    ['TLS_KEY_FILE', { TLS_CERT_FILE: '/etc/oauth/cert.pem' }],
+    ['TLS_CERT_FILE', { TLS_KEY_FILE: '/etc/oauth/key.pem' }],
+    ['REDIS_KEY_PREFIX', { REDIS_KEY_PREFIX: 'has spaces' }],
+    // https without TLS or a trusted proxy could never set a Secure cookie.
+    ['TRUST_PROXY', { BASE_URL: 'https://auth.example.com' }],
+  ])('%s in %j', (variable, env) => {
+    const error = configError(env);
+    expect(error.variable).toBe(variable);
+    expect(error.message).toContain(variable);
+    expect(error.name).toBe('ConfigError');
+  });
+});
+
+describe('NODE_ENV=production', () => {
+  test('accepts an https BASE_URL with COOKIE_KEYS and JWKS_FILE', () => {
+    expect(loadConfig(PRODUCTION)).toMatchObject({ nodeEnv: 'production', production: true, secureCookies: true });
+  });
+
+  test('requires an https BASE_URL', () => {
+    expect(configError({ ...PRODUCTION, BASE_URL: 'http://auth.example.com' }).variable).toBe('BASE_URL');
+    const { BASE_URL: _, ...withoutBase } = PRODUCTION; // the default is http://localhost
+    expect(configError(withoutBase).variable).toBe('BASE_URL');
+  });
+
+  test('requires COOKIE_KEYS', () => {
+    const { COOKIE_KEYS: _, ...env } = PRODUCTION;
+    const error = configError(env);
+    expect(error.variable).toBe('COOKIE_KEYS');
+    expect(error.message).toMatch(/COOKIE_KEYS.*required/);
+  });
+
+  test('requires JWKS_FILE', () => {
+    const { JWKS_FILE: _, ...env } = PRODUCTION;
+    const error = configError(env);
+    expect(error.variable).toBe('JWKS_FILE');
+    expect(error.message).toMatch(/JWKS_FILE.*required/);
+  });
+});
+
+describe('the result', () => {
+  test('is frozen, nested values included', () => {
+    const config = loadConfig({ ...PRODUCTION, TLS_CERT_FILE: '/c.pem', TLS_KEY_FILE: '/k.pem' });
+    expect(Object.isFrozen(config)).toBe(true);
+    expect(Object.isFrozen(config.cookieKeys)).toBe(true);
+    expect(Object.isFrozen(config.tls)).toBe(true);
+    expect(() => { (config as { port: number }).port = 1; }).toThrow(TypeError);
+  });
+
+  test('does not change when the environment does', () => {
+    const env: Record<string, string> = { PORT: '4000' };
+    const config = loadConfig(env);
+    env.PORT = '5000';
+    expect(config.port).toBe(4000);
+  });
+});
+
+describe('node dist/main.js', () => {
+  let dataDir: string;
+  beforeAll(async () => {
+    await buildDist();
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'oauth-config-test-'));
+  }, 120_000);
+  afterAll(() => { if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true }); });
+
+  test.each<[string, Record<string, string>]>([
+    ['PORT', { PORT: 'abc' }],
+    ['BASE_URL', { BASE_URL: 'http://localhost:3000/auth' }],
+    ['NODE_ENV', { NODE_ENV: 'staging' }],
+    ['COOKIE_KEYS', { NODE_ENV: 'production', BASE_URL: 'https://auth.example.com', TRUST_PROXY: 'true' }],
+  ])('exits non-zero naming %s, without starting', async (variable, env) => {
+    const run = await runNode('dist/main.js', [], { DATA_DIR: dataDir, ...env }, 30_000);
+    expect(run.timedOut).toBe(false);
+    expect(run.code).not.toBe(0);
+    expect(run.stderr).toContain(variable);
+    expect(run.stderr).not.toMatch(/^\s+at /m); // a message, not a stack trace
+    expect(run.stdout).not.toMatch(/OAuth service at/);
+  });
+
+  test('exits non-zero naming TLS_CERT_FILE when the certificate cannot be read', async () => {
+    const run = await runNode('dist/main.js', [], {
+      DATA_DIR: dataDir, PORT: '0', TLS_CERT_FILE: path.join(dataDir, 'missing-cert.pem'), TLS_KEY_FILE: path.join(dataDir, 'missing-key.pem'),
+    }, 30_000);
+    expect(run.timedOut).toBe(false);
+    expect(run.code).not.toBe(0);
+    expect(run.stderr).toContain('TLS_CERT_FILE');
+    expect(run.stdout).not.toMatch(/OAuth service at/);
+  });
+
+  test('exits non-zero naming JWKS_FILE when the key set cannot be read', async () => {
+    const run = await runNode('dist/main.js', [], {
+      ...PRODUCTION, DATA_DIR: dataDir, PORT: '0', JWKS_FILE: path.join(dataDir, 'missing-jwks.json'),
+    }, 60_000);
+    expect(run.timedOut).toBe(false);
+    expect(run.code).not.toBe(0);
+    expect(run.stderr).toContain('JWKS_FILE');
+    expect(run.stdout).not.toMatch(/OAuth service at/);
+  }, 90_000); // it opens the embedded database first, whose first start takes a while
+});
