@@ -4,6 +4,7 @@
  *
  * @see ../shared/spec/oauth-service-spec.md "Errors"
  */
+import type { Context } from 'koa';
 
 /** The spec's table, plus the standard codes the provider may still answer with. */
 export const ERROR_STATUS = {
@@ -30,6 +31,9 @@ export interface ErrorBody {
   error: string;
   error_description: string;
 }
+
+/** Sends an error body with its status, as JSON or as a page (ui/error-page.ts decides). */
+export type ErrorResponder = (ctx: Context, body: ErrorBody, status: number) => void;
 
 /** An error our own code raises on purpose; its message is safe to show. */
 export class ServiceError extends Error {

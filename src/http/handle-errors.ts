@@ -6,9 +6,7 @@
 import type { Context, Middleware } from 'koa';
 import { errors } from 'oidc-provider';
 import { ServiceError, specErrorCode } from '../errors.js';
-import type { ErrorBody } from '../errors.js';
-
-export type Responder = (ctx: Context, body: ErrorBody, status: number) => void;
+import type { ErrorBody, ErrorResponder } from '../errors.js';
 
 /** Fixed words for client errors raised by body parsers, whose messages may echo internals. */
 const CLIENT_ERRORS: Record<number, string> = {
@@ -30,7 +28,7 @@ function toWire(error: unknown): { body: ErrorBody; status: number } | undefined
   return undefined;
 }
 
-export function handleErrors(respond: Responder, log: (error: unknown, ctx: Context) => void): Middleware {
+export function handleErrors(respond: ErrorResponder, log: (error: unknown, ctx: Context) => void): Middleware {
   return async (ctx, next) => {
     try {
       await next();

@@ -8,7 +8,7 @@ import querystring from 'node:querystring';
 import type { Context, Middleware, Next } from 'koa';
 import { isWellFormedClientId } from '../clients/secret.js';
 import { ServiceError } from '../errors.js';
-import type { ErrorBody } from '../errors.js';
+import type { ErrorBody, ErrorResponder } from '../errors.js';
 import { ROUTES } from './routes.js';
 
 /** The provider's own body limit (lib/shared/selective_body.js). */
@@ -16,7 +16,7 @@ const BODY_LIMIT = 56 * 1024;
 
 export interface GlueDependencies {
   /** Answers an authorization error that must not be redirected to an untrusted redirect_uri. */
-  answerUntrusted(ctx: Context, body: ErrorBody, status: number): Promise<void> | void;
+  answerUntrusted: ErrorResponder;
 }
 
 export function specGlue(deps: GlueDependencies): Middleware {

@@ -3,10 +3,8 @@
  * requests that prefer JSON, a readable page for browsers.
  */
 import type { Context } from 'koa';
-import type { ErrorBody } from '../errors.js';
+import type { ErrorResponder } from '../errors.js';
 import type { Views } from './views.js';
-
-export type ErrorResponder = (ctx: Context, body: ErrorBody, status: number) => void;
 
 const TITLES: Record<number, string> = {
   400: 'The request could not be completed',
