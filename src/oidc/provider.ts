@@ -47,6 +47,10 @@ export function createProvider(deps: ProviderDependencies): Provider {
     // The spec's code has no redirect_uri at the token endpoint; the provider fills in a
     // client's single registered URI. spec-glue.ts still demands it at authorization.
     allowOmittingSingleRegisteredRedirectUri: true,
+    // A code and its tokens live for their own TTL, not for the login session's. The default
+    // binds them to the session (unless offline_access), and without Redis sessions are in
+    // process memory: a restart would void every issued access token.
+    expiresWithSession: () => false,
     ttl: {
       AccessToken: config.accessTokenTtl,
       AuthorizationCode: config.authorizationCodeTtl,

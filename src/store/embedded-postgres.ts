@@ -21,20 +21,35 @@ function isAlive(pid: number): boolean {
   }
 }
 
+/**
+ * Lock files this process holds. A lock naming our own pid may be stale (left by an earlier
+ * process that had the same pid: PID 1 in every container), so the pid alone cannot tell
+ * whether this process already has the folder open.
+ */
+const heldHere = new Set<string>();
+
+function inUse(lockFile: string, owner: number): Error {
+  return new Error(
+    `the embedded database in ${path.dirname(lockFile)} is in use by process ${owner}; ` +
+    'stop that process first, or set DATABASE_URL to share a PostgreSQL server',
+  );
+}
+
 function acquireLock(lockFile: string): () => void {
+  const key = path.resolve(lockFile);
+  if (heldHere.has(key)) throw inUse(lockFile, process.pid);
   for (;;) {
     try {
       fs.writeFileSync(lockFile, String(process.pid), { flag: 'wx' });
-      return () => fs.rmSync(lockFile, { force: true });
+      heldHere.add(key);
+      return () => {
+        heldHere.delete(key);
+        fs.rmSync(lockFile, { force: true });
+      };
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       const owner = Number(fs.readFileSync(lockFile, 'utf8'));
-      if (Number.isInteger(owner) && owner !== process.pid && isAlive(owner)) {
-        throw new Error(
-          `the embedded database in ${path.dirname(lockFile)} is in use by process ${owner}; ` +
-          'stop that process first, or set DATABASE_URL to share a PostgreSQL server',
-        );
-      }
+      if (Number.isInteger(owner) && owner !== process.pid && isAlive(owner)) throw inUse(lockFile, owner);
       fs.rmSync(lockFile, { force: true }); // left behind by a process that died
     }
   }

@@ -1,0 +1,50 @@
+/**
+ * The durable store opened directly (no app): a fresh database on the machine's Postgres, or
+ * embedded PGlite in a temporary DATA_DIR, through src/store/database.ts as the app opens it.
+ *
+ * @example const store = await openTestDatabase('postgres', { migrated: true }); await store.close();
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { openDatabase } from '../../src/store/database.js';
+import type { Database } from '../../src/store/database.js';
+import { migrate } from '../../src/store/migrate.js';
+import { createTestDatabase } from './services.js';
+
+export type StoreKind = 'postgres' | 'embedded';
+
+export interface TestStore {
+  readonly db: Database;
+  /** The Postgres URL (undefined for PGlite). */
+  readonly url: string | undefined;
+  /** Opens another Database on the same data (Postgres only: PGlite has one owner). */
+  reopen(): Promise<Database>;
+  /** Closes the store and deletes its data. */
+  close(): Promise<void>;
+}
+
+export function tempDataDir(): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'oauth-test-'));
+}
+
+export async function openTestDatabase(kind: StoreKind, options: { migrated?: boolean } = {}): Promise<TestStore> {
+  const dataDir = tempDataDir();
+  const testDb = kind === 'postgres' ? await createTestDatabase() : undefined;
+  const open = () => openDatabase({ databaseUrl: testDb?.url, dataDir });
+  const db = await open();
+  if (options.migrated) await db.withConnection((sql) => migrate(sql));
+  return {
+    db,
+    url: testDb?.url,
+    async reopen() {
+      if (!testDb) throw new Error('an embedded database has a single owner: it cannot be reopened while open');
+      return open();
+    },
+    async close() {
+      await db.close();
+      await testDb?.drop();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}

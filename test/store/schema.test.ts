@@ -1,0 +1,210 @@
+/**
+ * prisma/schema.prisma and prisma/migrations/ describe the same database: every model works
+ * through the generated client on the migrated tables, and every field of every model is a
+ * column of compatible type and nullability, with no column, table or key left over.
+ */
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { Prisma } from '../../src/generated/prisma/client.js';
+import type { PrismaClient } from '../../src/generated/prisma/client.js';
+import { openTestDatabase } from '../helpers/databases.js';
+import type { TestStore } from '../helpers/databases.js';
+import { expectedColumnType, parseSchemaModels, runtimeDataModel, SCHEMA_FILE } from '../helpers/prisma-model.js';
+import type { RuntimeDataModel, SchemaModel } from '../helpers/prisma-model.js';
+
+let store: TestStore;
+let prisma: PrismaClient;
+beforeAll(async () => {
+  store = await openTestDatabase('postgres', { migrated: true });
+  prisma = store.db.prisma;
+});
+afterAll(async () => { await store?.close(); });
+
+describe('every model through the generated client', () => {
+  test('User: create, read, update, delete; username is unique; created_at defaults to now', async () => {
+    const id = randomUUID();
+    const start = Date.now();
+    const created = await prisma.user.create({
+      data: { id, username: `u-${id}`, email: 'a@example.com', fullName: 'A Person', passwordHash: '$argon2id$x' },
+    });
+    expect(created).toEqual({
+      id, username: `u-${id}`, email: 'a@example.com', fullName: 'A Person', passwordHash: '$argon2id$x', createdAt: expect.any(Date),
+    });
+    expect(Math.abs(created.createdAt.getTime() - start)).toBeLessThan(60_000);
+    expect(await prisma.user.findUnique({ where: { username: `u-${id}` } })).toEqual(created);
+
+    await expect(prisma.user.create({
+      data: { id: randomUUID(), username: `u-${id}`, email: 'b@example.com', fullName: 'B', passwordHash: 'h' },
+    })).rejects.toMatchObject({ code: 'P2002' });
+
+    const updated = await prisma.user.update({ where: { id }, data: { email: 'new@example.com', fullName: 'Renamed' } });
+    expect(updated).toEqual({ ...created, email: 'new@example.com', fullName: 'Renamed' });
+
+    await prisma.user.delete({ where: { id } });
+    expect(await prisma.user.findUnique({ where: { id } })).toBeNull();
+  });
+
+  test('Client: create, read, update (updated_at moves), delete', async () => {
+    const clientId = randomUUID();
+    const created = await prisma.client.create({
+      data: { clientId, clientSecretHash: 'a'.repeat(64), clientName: 'App', redirectUri: 'https://app.example/cb' },
+    });
+    expect(created).toEqual({
+      clientId, clientSecretHash: 'a'.repeat(64), clientName: 'App', redirectUri: 'https://app.example/cb',
+      createdAt: expect.any(Date), updatedAt: expect.any(Date),
+    });
+    expect(await prisma.client.findUnique({ where: { clientId } })).toEqual(created);
+
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const updated = await prisma.client.update({ where: { clientId }, data: { clientName: 'Renamed App' } });
+    expect(updated.clientName).toBe('Renamed App');
+    expect(updated.createdAt).toEqual(created.createdAt);
+    expect(updated.updatedAt.getTime()).toBeGreaterThan(created.updatedAt.getTime());
+
+    await prisma.client.delete({ where: { clientId } });
+    expect(await prisma.client.findUnique({ where: { clientId } })).toBeNull();
+  });
+
+  test('OidcModel: create with the composite key, JSON payload and nulls; read, update, delete', async () => {
+    const id = randomUUID();
+    const payload = { jti: id, kind: 'AccessToken', nested: { list: [1, 'two', null], flag: true } };
+    const expiresAt = new Date(Math.floor(Date.now() / 1000) * 1000 + 60_000);
+    const created = await prisma.oidcModel.create({ data: { type: 'AccessToken', id, payload, expiresAt } });
+    expect(created).toEqual({
+      type: 'AccessToken', id, payload, grantId: null, uid: null, userCode: null, expiresAt, consumedAt: null,
+    });
+    // The same id under another type is another row.
+    await prisma.oidcModel.create({ data: { type: 'AuthorizationCode', id, payload: {}, grantId: 'g', uid: 'u', userCode: 'c' } });
+    expect(await prisma.oidcModel.findUnique({ where: { type_id: { type: 'AccessToken', id } } })).toEqual(created);
+    expect(await prisma.oidcModel.findFirst({ where: { type: 'AuthorizationCode', uid: 'u', userCode: 'c', grantId: 'g' } }))
+      .toMatchObject({ id, payload: {} });
+
+    const consumedAt = new Date(Math.floor(Date.now() / 1000) * 1000);
+    const updated = await prisma.oidcModel.update({
+      where: { type_id: { type: 'AccessToken', id } },
+      data: { consumedAt, payload: { replaced: true }, expiresAt: null },
+    });
+    expect(updated).toEqual({ ...created, consumedAt, payload: { replaced: true }, expiresAt: null });
+
+    await prisma.oidcModel.delete({ where: { type_id: { type: 'AccessToken', id } } });
+    expect(await prisma.oidcModel.findUnique({ where: { type_id: { type: 'AccessToken', id } } })).toBeNull();
+    expect(await prisma.oidcModel.deleteMany({ where: { id } })).toEqual({ count: 1 });
+  });
+
+  test('the tests above cover every model the client knows', () => {
+    expect(Object.values(Prisma.ModelName).sort()).toEqual(['Client', 'OidcModel', 'User']);
+  });
+});
+
+interface Column {
+  table_name: string;
+  column_name: string;
+  udt_name: string;
+  is_nullable: 'YES' | 'NO';
+  datetime_precision: number | null;
+  character_maximum_length: number | null;
+}
+
+interface Catalogue {
+  tables: string[];
+  columns: Column[];
+  primaryKeys: { table_name: string; column_name: string }[];
+}
+
+async function readCatalogue(): Promise<Catalogue> {
+  return store.db.withConnection(async (sql) => ({
+    tables: (await sql.query<{ table_name: string }>(`
+      SELECT table_name FROM information_schema.tables
+      WHERE table_schema = 'public' AND table_type = 'BASE TABLE' AND table_name <> '_prisma_migrations'`))
+      .rows.map((row) => row.table_name),
+    columns: (await sql.query<Column>(`
+      SELECT table_name, column_name, udt_name, is_nullable, datetime_precision, character_maximum_length
+      FROM information_schema.columns WHERE table_schema = 'public'`)).rows,
+    primaryKeys: (await sql.query<{ table_name: string; column_name: string }>(`
+      SELECT c.table_name, k.column_name FROM information_schema.table_constraints c
+      JOIN information_schema.key_column_usage k USING (constraint_schema, constraint_name)
+      WHERE c.table_schema = 'public' AND c.constraint_type = 'PRIMARY KEY'`)).rows,
+  }));
+}
+
+/** Every disagreement between the data model and the database, one line each. */
+function driftProblems(dataModel: RuntimeDataModel, schema: Map<string, SchemaModel>, db: Catalogue): string[] {
+  const problems: string[] = [];
+  const modelTables = new Set<string>();
+  for (const [modelName, model] of Object.entries(dataModel.models)) {
+    const table = model.dbName ?? modelName;
+    modelTables.add(table);
+    const declared = schema.get(modelName);
+    if (!declared) {
+      problems.push(`model ${modelName} is in the generated client but not in schema.prisma (regenerate the client)`);
+      continue;
+    }
+    const scalars = model.fields.filter((field) => field.kind !== 'object');
+    const declaredScalars = declared.fields.filter((field) => !schema.has(field.type));
+    const signature = (fields: { name: string; type: string }[]) => fields.map((f) => `${f.name}:${f.type}`).sort().join(', ');
+    if (signature(scalars) !== signature(declaredScalars)) {
+      problems.push(`${modelName}: the generated client (${signature(scalars)}) differs from schema.prisma (${signature(declaredScalars)}): regenerate the client`);
+      continue;
+    }
+    const columns = new Map(db.columns.filter((c) => c.table_name === table).map((c) => [c.column_name, c]));
+    if (columns.size === 0) problems.push(`${modelName}: table ${table} does not exist`);
+    const columnOf = new Map<string, string>();
+    for (const field of scalars) {
+      const columnName = field.dbName ?? field.name;
+      columnOf.set(field.name, columnName);
+      const column = columns.get(columnName);
+      const where = `${modelName}.${field.name} → ${table}.${columnName}`;
+      if (!column) {
+        if (columns.size > 0) problems.push(`${where}: no such column`);
+        continue;
+      }
+      columns.delete(columnName);
+      const spec = declared.fields.find((f) => f.name === field.name)!;
+      const expected = expectedColumnType(spec);
+      const size = expected.udt.startsWith('timestamp') ? column.datetime_precision : column.character_maximum_length;
+      if (column.udt_name !== expected.udt || (expected.size !== undefined && size !== expected.size)) {
+        problems.push(`${where}: column is ${column.udt_name}(${size ?? ''}), the schema wants ${expected.udt}(${expected.size ?? ''})`);
+      }
+      if ((column.is_nullable === 'YES') !== spec.optional) {
+        problems.push(`${where}: column is ${column.is_nullable === 'YES' ? 'nullable' : 'NOT NULL'}, the field is ${spec.optional ? 'optional' : 'required'}`);
+      }
+    }
+    for (const extra of columns.keys()) problems.push(`${table}.${extra}: column has no field in model ${modelName}`);
+    const dbKey = db.primaryKeys.filter((k) => k.table_name === table).map((k) => k.column_name).sort();
+    const schemaKey = declared.primaryKey.map((f) => columnOf.get(f) ?? f).sort();
+    if (dbKey.join() !== schemaKey.join()) problems.push(`${table}: primary key is (${dbKey}), the schema says (${schemaKey})`);
+  }
+  for (const table of db.tables) if (!modelTables.has(table)) problems.push(`table ${table} has no model`);
+  return problems;
+}
+
+describe('schema.prisma matches the migrated tables', () => {
+  test('every field is a column of compatible type and nullability; no column, table or key is left over', async () => {
+    const problems = driftProblems(runtimeDataModel(prisma), parseSchemaModels(), await readCatalogue());
+    expect(problems).toEqual([]);
+  });
+
+  // The comparison itself must be able to fail: feed it drifts on purpose.
+  test('a field whose nullability differs from its column is reported', async () => {
+    const drifted = fs.readFileSync(SCHEMA_FILE, 'utf8').replace(/^(\s+email\s+)String\b/m, '$1String?');
+    const problems = driftProblems(runtimeDataModel(prisma), parseSchemaModels(drifted), await readCatalogue());
+    expect(problems).toEqual([expect.stringMatching(/^User\.email → users\.email: column is NOT NULL, the field is optional$/)]);
+  });
+
+  test('a native type that differs from the column is reported', async () => {
+    const drifted = fs.readFileSync(SCHEMA_FILE, 'utf8').replace(/(consumedAt\s+DateTime\?.*)@db\.Timestamptz\(3\)/, '$1@db.Timestamp(3)');
+    const problems = driftProblems(runtimeDataModel(prisma), parseSchemaModels(drifted), await readCatalogue());
+    expect(problems).toEqual([expect.stringContaining('OidcModel.consumedAt → oidc_models.consumed_at: column is timestamptz(3)')]);
+  });
+
+  test('a column or table the schema lacks is reported', async () => {
+    await store.db.withConnection((sql) => sql.exec('ALTER TABLE users ADD COLUMN nickname TEXT; CREATE TABLE stray (id INT PRIMARY KEY)'));
+    try {
+      const problems = driftProblems(runtimeDataModel(prisma), parseSchemaModels(), await readCatalogue());
+      expect(problems.sort()).toEqual(['table stray has no model', 'users.nickname: column has no field in model User']);
+    } finally {
+      await store.db.withConnection((sql) => sql.exec('ALTER TABLE users DROP COLUMN nickname; DROP TABLE stray'));
+    }
+  });
+});
