@@ -13,6 +13,7 @@ import { parseArgs } from 'node:util';
 import { createUserStore, UserInputError } from './accounts/user-store.js';
 import { ConfigError, loadConfig } from './config.js';
 import { openDatabase } from './store/database.js';
+import { DatabaseInUseError } from './store/embedded-postgres.js';
 import type { Database } from './store/database.js';
 import { generateSigningKey } from './store/keys.js';
 import { migrate } from './store/migrate.js';
@@ -67,6 +68,7 @@ async function run(argv: string[]): Promise<number> {
     return 0;
   } catch (error) {
     const known = error instanceof UserInputError || error instanceof UsageError || error instanceof ConfigError
+      || error instanceof DatabaseInUseError
       || String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS_') || (error as { code?: string }).code === 'EEXIST';
     console.error(`${name}: ${(error as Error).message}`);
     if (!known) console.error(error);

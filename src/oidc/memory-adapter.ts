@@ -64,7 +64,9 @@ export function memoryAdapters(sweepEveryMs = 60_000): MemoryAdapters {
         entries.delete(key(id));
       },
       async revokeByGrantId(grantId) {
-        for (const [entryKey, entry] of entries) if (entry.payload.grantId === grantId) entries.delete(entryKey);
+        for (const [entryKey, entry] of entries) {
+          if (entry.model === model && entry.payload.grantId === grantId) entries.delete(entryKey);
+        }
       },
     };
   };

@@ -48,7 +48,7 @@ export function postgresAdapters(prisma: PrismaClient): AdapterFor {
     },
     async consume(id) {
       const { count } = await prisma.oidcModel.updateMany({
-        where: { type, id, consumedAt: null },
+        where: { type, id, consumedAt: null, OR: [{ expiresAt: null }, { expiresAt: { gt: new Date() } }] },
         data: { consumedAt: new Date() },
       });
       if (count === 0) throw alreadyConsumed(type);

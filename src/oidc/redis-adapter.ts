@@ -14,7 +14,7 @@ return redis.call('HSETNX', KEYS[1], 'consumed', ARGV[1])`;
 export function redisAdapters(redis: Redis, prefix: string): AdapterFor {
   return (model): Adapter => {
     const key = (id: string) => `${prefix}${model}:${id}`;
-    const grantKey = (grantId: string) => `${prefix}grant:${grantId}`;
+    const grantKey = (grantId: string) => `${prefix}${model}:grant:${grantId}`;
     const uidKey = (uid: string) => `${prefix}${model}:uid:${uid}`;
     const userCodeKey = (userCode: string) => `${prefix}${model}:userCode:${userCode}`;
 

@@ -12,7 +12,8 @@ export interface EmbeddedPostgres {
   close(): Promise<void>;
 }
 
-function isAlive(pid: number): boolean {
+/** Whether a process with this pid exists (EPERM: it does, owned by someone else). */
+export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -28,8 +29,13 @@ function isAlive(pid: number): boolean {
  */
 const heldHere = new Set<string>();
 
-function inUse(lockFile: string, owner: number): Error {
-  return new Error(
+/** Another process (or this one) has the data folder open. */
+export class DatabaseInUseError extends Error {
+  override name = 'DatabaseInUseError';
+}
+
+function inUse(lockFile: string, owner: number): DatabaseInUseError {
+  return new DatabaseInUseError(
     `the embedded database in ${path.dirname(lockFile)} is in use by process ${owner}; ` +
     'stop that process first, or set DATABASE_URL to share a PostgreSQL server',
   );

@@ -13,6 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { isAlive } from '../../src/store/embedded-postgres.js';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const DIST = path.join(ROOT, 'dist');
@@ -31,15 +32,6 @@ function isFresh(): boolean {
   if (!fs.existsSync(STAMP) || !fs.existsSync(path.join(DIST, 'main.js')) || !fs.existsSync(path.join(DIST, 'cli.js'))) return false;
   const stamp = fs.statSync(STAMP).mtimeMs;
   return INPUTS.every((input) => newestMtime(path.join(ROOT, input)) < stamp);
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 async function withLock<T>(use: () => Promise<T>): Promise<T> {

@@ -137,6 +137,13 @@ function adapterContract(factory: Factory) {
       await expect(codes.consume(randomUUID())).rejects.toThrow();
     });
 
+    test('consume of an expired instance throws', async () => {
+      const stored = payload('AuthorizationCode');
+      await codes.upsert(stored.jti!, stored, 1);
+      await sleep(1100);
+      await expect(codes.consume(stored.jti!)).rejects.toBeInstanceOf(errors.InvalidGrant);
+    });
+
     test('12 parallel consumes of one id: exactly one succeeds (5 rounds)', async () => {
       for (let round = 0; round < 5; round += 1) {
         const stored = payload('AuthorizationCode');
@@ -179,6 +186,16 @@ function adapterContract(factory: Factory) {
       expect(await tokens.find(c.jti!)).toEqual(c);
       expect(await tokens.find(d.jti!)).toEqual(d);
       await expect(tokens.revokeByGrantId(randomUUID())).resolves.toBeUndefined();
+    });
+
+    test("leaves the same grant's instances of other models (the provider revokes model by model)", async () => {
+      const grantId = randomUUID();
+      const token = payload('AccessToken', { grantId });
+      const code = payload('AuthorizationCode', { grantId });
+      await subject.adapters('AccessToken').upsert(token.jti!, token, 60);
+      await codes.upsert(code.jti!, code, 60);
+      await subject.adapters('AccessToken').revokeByGrantId(grantId);
+      expect(await codes.find(code.jti!)).toEqual(code);
     });
   });
 }
