@@ -10,12 +10,14 @@ WORKDIR /app
 RUN apt-get update \
   && apt-get install -y --no-install-recommends openssl \
   && rm -rf /var/lib/apt/lists/*
-# `npm ci` runs postinstall (scripts/prisma-generate.mjs), which reads prisma/schema.prisma, so
+# `npm install` runs postinstall (scripts/prisma-generate.mjs), which reads prisma/schema.prisma, so
 # those go in first; the dependency layer is then reused until one of them changes.
 COPY package.json package-lock.json ./
 COPY prisma ./prisma
 COPY scripts ./scripts
-RUN npm ci
+# Not `npm ci`: it insists the lock lists every platform's optional packages (@swc/core-darwin-*,
+# ...), which the lock cannot hold when made against a registry that serves Linux builds only.
+RUN npm install --no-audit --no-fund
 COPY . .
 RUN npm run build && npm prune --omit=dev
 

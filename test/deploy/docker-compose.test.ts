@@ -134,10 +134,10 @@ describe('Dockerfile', () => {
     expect(argsOf('EXPOSE').join(' ').split(/\s+/)).toContain('3000');
   });
 
-  test('copies what the postinstall script needs before npm ci', () => {
-    const stage = dockerStages.find((s) => s.some((i) => i.keyword === 'RUN' && /\bnpm ci\b/.test(i.args)));
+  test('copies what the postinstall script needs before npm install', () => {
+    const stage = dockerStages.find((s) => s.some((i) => i.keyword === 'RUN' && /\bnpm (ci|install)\b/.test(i.args)));
     expect(stage).toBeDefined();
-    const install = stage!.findIndex((i) => i.keyword === 'RUN' && /\bnpm ci\b/.test(i.args));
+    const install = stage!.findIndex((i) => i.keyword === 'RUN' && /\bnpm (ci|install)\b/.test(i.args));
     const copied = stage!.slice(0, install).filter((i) => i.keyword === 'COPY' && !i.args.includes('--from'))
       .flatMap((i) => i.args.split(/\s+/).filter((word) => !word.startsWith('--')).slice(0, -1))
       .map((source) => source.replace(/^\.\//, '').replace(/\/$/, ''));
