@@ -3,8 +3,6 @@
  * runs): against the machine's Postgres and against an embedded DATA_DIR with the server stopped.
  */
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { createUserStore } from '../src/accounts/user-store.js';
 import { openDatabase } from '../src/store/database.js';
@@ -12,7 +10,7 @@ import type { Database } from '../src/store/database.js';
 import { buildDist } from './helpers/build.js';
 import { runNode } from './helpers/run-node.js';
 import type { NodeRun } from './helpers/run-node.js';
-import { createTestDatabase } from './helpers/services.js';
+import { createTestDatabase, tempDataDir } from './helpers/services.js';
 import type { TestDatabase } from './helpers/services.js';
 
 /** The first start of an embedded database initialises it, which takes a while. */
@@ -54,7 +52,7 @@ describe('against PostgreSQL (DATABASE_URL)', () => {
 
   beforeAll(async () => {
     database = await createTestDatabase();
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'oauth-cli-test-'));
+    dataDir = tempDataDir('oauth-cli-test');
     env = { DATABASE_URL: database.url, DATA_DIR: dataDir };
   });
   afterAll(async () => {
@@ -135,7 +133,7 @@ describe('against the embedded database (DATA_DIR, server stopped)', () => {
   const cli = (args: string[]) => runNode('dist/cli.js', args, env, EMBEDDED_TIMEOUT);
 
   beforeAll(() => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'oauth-cli-test-'));
+    dataDir = tempDataDir('oauth-cli-test');
     env = { DATA_DIR: dataDir };
   });
   afterAll(() => { if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true }); });

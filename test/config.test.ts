@@ -4,11 +4,11 @@
  * refusing to start on a bad value.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { ConfigError, loadConfig } from '../src/config.js';
 import { buildDist } from './helpers/build.js';
+import { tempDataDir } from './helpers/services.js';
 import { runNode } from './helpers/run-node.js';
 
 const KEY = 'k'.repeat(32);
@@ -186,7 +186,7 @@ describe('node dist/main.js', () => {
   let dataDir: string;
   beforeAll(async () => {
     await buildDist();
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'oauth-config-test-'));
+    dataDir = tempDataDir('oauth-config-test');
   }, 120_000);
   afterAll(() => { if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true }); });
 

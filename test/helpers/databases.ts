@@ -5,12 +5,10 @@
  * @example const store = await openTestDatabase('postgres', { migrated: true }); await store.close();
  */
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { openDatabase } from '../../src/store/database.js';
 import type { Database } from '../../src/store/database.js';
 import { migrate } from '../../src/store/migrate.js';
-import { createTestDatabase } from './services.js';
+import { createTestDatabase, tempDataDir } from './services.js';
 
 export type StoreKind = 'postgres' | 'embedded';
 
@@ -22,10 +20,6 @@ export interface TestStore {
   reopen(): Promise<Database>;
   /** Closes the store and deletes its data. */
   close(): Promise<void>;
-}
-
-export function tempDataDir(): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), 'oauth-test-'));
 }
 
 export async function openTestDatabase(kind: StoreKind, options: { migrated?: boolean } = {}): Promise<TestStore> {

@@ -1,5 +1,6 @@
 /** Users and clients created through the app's own stores and endpoint. */
 import { randomBytes } from 'node:crypto';
+import { expect } from '@jest/globals';
 import type { TestApp } from './test-app.js';
 import type { TestClient, TestUser } from './browser.js';
 
@@ -39,4 +40,12 @@ export async function tokenRequest(t: TestApp, form: Record<string, string>, hea
 export async function userinfo(t: TestApp, authorization?: string) {
   const res = await fetch(`${t.baseUrl}/api/userinfo.php`, { headers: authorization ? { authorization } : {} });
   return { status: res.status, headers: res.headers, body: await res.json() as Record<string, unknown> };
+}
+
+/** The spec's error response: `status`, a JSON content type and `{error: code, error_description}`. */
+export function expectErrorResponse(res: { status: number; headers: Headers; body: Record<string, unknown> }, status: number, code: string) {
+  expect(res.status).toBe(status);
+  expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+  expect(res.body.error).toBe(code);
+  expect(typeof res.body.error_description).toBe('string');
 }

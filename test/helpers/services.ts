@@ -3,6 +3,9 @@
  * database and its own Redis key prefix, so parallel and repeated runs cannot collide.
  */
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 
@@ -60,6 +63,11 @@ export async function deleteRedisKeys(prefix: string): Promise<void> {
   } finally {
     redis.disconnect();
   }
+}
+
+/** A fresh, empty folder for a DATA_DIR (the caller removes it). */
+export function tempDataDir(label = 'oauth-test'): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), `${label}-`));
 }
 
 /** A Redis key prefix no other run uses. */

@@ -8,13 +8,11 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { createApp } from '../../src/app.js';
 import type { App } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import type { Config } from '../../src/config.js';
-import { createTestDatabase, deleteRedisKeys, dropDatabase, REDIS_URL, testRedisPrefix } from './services.js';
+import { createTestDatabase, deleteRedisKeys, dropDatabase, REDIS_URL, tempDataDir, testRedisPrefix } from './services.js';
 
 export type Mode = 'postgres' | 'embedded';
 
@@ -56,7 +54,7 @@ export async function startTestApp(options: StartOptions = {}): Promise<TestApp>
   if (options.reuse) {
     env = { ...options.reuse, ...options.env };
   } else {
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'oauth-test-'));
+    const dataDir = tempDataDir();
     env = { NODE_ENV: 'test', PORT: String(port), BASE_URL: `http://localhost:${port}`, DATA_DIR: dataDir };
     if (mode === 'postgres') {
       const database = await createTestDatabase();

@@ -4,7 +4,7 @@
  * @see RFC 6749 §4.1.2.1
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { createUser, registerClient } from './../helpers/fixtures.js';
+import { createUser, expectErrorResponse, registerClient } from '../helpers/fixtures.js';
 import { startTestApp } from '../helpers/test-app.js';
 import type { TestApp } from '../helpers/test-app.js';
 import type { TestClient } from '../helpers/browser.js';
@@ -54,12 +54,8 @@ describe('GET /api/authorize.php', () => {
 
     test('a request preferring JSON gets the JSON error body', async () => {
       const res = await fetch(`${t.baseUrl}/api/authorize.php?${query(client)}`, { headers: { accept: 'application/json' }, redirect: 'manual' });
-      expect(res.status).toBe(status);
       expect(res.headers.get('location')).toBeNull();
-      expect(res.headers.get('content-type')).toMatch(/^application\/json/);
-      const body = await res.json() as Record<string, unknown>;
-      expect(body.error).toBe(error);
-      expect(typeof body.error_description).toBe('string');
+      expectErrorResponse({ status: res.status, headers: res.headers, body: await res.json() as Record<string, unknown> }, status, error);
     });
   });
 

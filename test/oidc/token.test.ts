@@ -7,7 +7,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { obtainCode } from '../helpers/browser.js';
 import type { TestClient, TestUser } from '../helpers/browser.js';
-import { createUser, registerClient, tokenRequest, userinfo } from '../helpers/fixtures.js';
+import { createUser, expectErrorResponse, registerClient, tokenRequest, userinfo } from '../helpers/fixtures.js';
 import { startTestApp } from '../helpers/test-app.js';
 import type { TestApp } from '../helpers/test-app.js';
 
@@ -63,11 +63,7 @@ describe('POST /api/token.php', () => {
     ['everything', {}],
   ])('missing %s', (_name, form) => {
     test('400 invalid_request', async () => {
-      const res = await tokenRequest(t, form);
-      expect(res.status).toBe(400);
-      expect(res.headers.get('content-type')).toMatch(/^application\/json/);
-      expect(res.body.error).toBe('invalid_request');
-      expect(typeof res.body.error_description).toBe('string');
+      expectErrorResponse(await tokenRequest(t, form), 400, 'invalid_request');
     });
   });
 

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { obtainCode } from '../helpers/browser.js';
-import { createUser, registerClient, tokenRequest, userinfo } from '../helpers/fixtures.js';
+import { createUser, expectErrorResponse, registerClient, tokenRequest, userinfo } from '../helpers/fixtures.js';
 import { startTestApp } from '../helpers/test-app.js';
 import type { TestApp } from '../helpers/test-app.js';
 
@@ -39,10 +39,7 @@ describe('GET /api/userinfo.php', () => {
   ])('a %s token', (_name, authorization) => {
     test('401 invalid_token with a Bearer challenge', async () => {
       const res = await userinfo(t, authorization);
-      expect(res.status).toBe(401);
-      expect(res.headers.get('content-type')).toMatch(/^application\/json/);
-      expect(res.body.error).toBe('invalid_token');
-      expect(typeof res.body.error_description).toBe('string');
+      expectErrorResponse(res, 401, 'invalid_token');
       expect(res.headers.get('www-authenticate')).toMatch(/^Bearer realm="/);
       expect(res.headers.get('www-authenticate')).not.toContain('invalid_request');
     });
