@@ -21,6 +21,16 @@ export interface Config {
   readonly dataDir: string;
   readonly accessTokenTtl: number;
   readonly authorizationCodeTtl: number;
+  /** Absolute refresh-token lifetime in seconds, counted from the code exchange. */
+  readonly refreshTokenTtl: number;
+  /** Requests a minute to each token-issuing endpoint (per key). */
+  readonly tokenRateLimitPerMinute: number;
+  /** Requests a minute to every other limited endpoint (per key). */
+  readonly rateLimitPerMinute: number;
+  /** Delay before the first webhook retry; each later retry doubles it. */
+  readonly webhookRetryBaseMs: number;
+  /** Allow webhook URLs on loopback and private networks (never link-local or metadata). */
+  readonly webhookAllowPrivateNetworks: boolean;
   /** Keys that sign cookies, newest first; unset outside production = generated under `dataDir`. */
   readonly cookieKeys: readonly string[] | undefined;
   /** Path to a private JWKS (signs ID tokens); unset outside production = generated under `dataDir`. */
@@ -141,6 +151,11 @@ export function loadConfig(env: Env): Config {
     dataDir: path.resolve(read(env, 'DATA_DIR') ?? 'data'),
     accessTokenTtl: integer(env, 'ACCESS_TOKEN_TTL', 3600, 1, 86_400),
     authorizationCodeTtl: integer(env, 'AUTHORIZATION_CODE_TTL', 60, 1, 600),
+    refreshTokenTtl: integer(env, 'REFRESH_TOKEN_TTL', 14 * 86_400, 60, 366 * 86_400),
+    tokenRateLimitPerMinute: integer(env, 'TOKEN_RATE_LIMIT_PER_MINUTE', 5, 1, 1_000_000),
+    rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 60, 1, 1_000_000),
+    webhookRetryBaseMs: integer(env, 'WEBHOOK_RETRY_BASE_MS', 30_000, 1, 3_600_000),
+    webhookAllowPrivateNetworks: boolean(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'),
     cookieKeys: keys ? Object.freeze(keys) : undefined,
     jwksFile,
     trustProxy,
