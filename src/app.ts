@@ -13,6 +13,7 @@ import type Provider from 'oidc-provider';
 import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
 import { specErrorCode, specStatus } from './errors.js';
+import { createLoginGuard } from './accounts/login-guard.js';
 import { createUserStore } from './accounts/user-store.js';
 import type { UserStore } from './accounts/user-store.js';
 import { createClientStore } from './clients/client-store.js';
@@ -20,6 +21,7 @@ import type { ClientStore } from './clients/client-store.js';
 import { verifyClientSecret } from './clients/secret.js';
 import { openDatabase } from './store/database.js';
 import type { Database } from './store/database.js';
+import { createLimiterFactory } from './store/limiter.js';
 import { migrate } from './store/migrate.js';
 import { connectRedis } from './store/redis.js';
 import { loadKeys } from './store/keys.js';
@@ -30,10 +32,11 @@ import { memoryAdapters } from './oidc/memory-adapter.js';
 import { postgresAdapters } from './oidc/postgres-adapter.js';
 import { createProvider } from './oidc/provider.js';
 import { redisAdapters } from './oidc/redis-adapter.js';
-import { ROUTES } from './oidc/routes.js';
+import { ROUTES, TOKEN_ISSUING_PATHS } from './oidc/routes.js';
 import { specGlue } from './oidc/spec-glue.js';
 import { handleErrors } from './http/handle-errors.js';
 import { health } from './http/health.js';
+import { clientRateLimit, rateLimit } from './http/rate-limit.js';
 import { securityHeaders } from './http/security-headers.js';
 import { staticAssets } from './http/static-assets.js';
 import { createErrorResponder } from './ui/error-page.js';
@@ -73,6 +76,15 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
   const users = createUserStore(db.prisma);
   const clients = createClientStore(db.prisma);
   const views = createViews();
+  // Spec "Limits": counters in Redis (shared by every instance) or in this process; window 60 s.
+  const limiter = createLimiterFactory(redis && { redis, keyPrefix: `${config.redisKeyPrefix}rl:` });
+  const limits = {
+    tokenPaths: new Set(TOKEN_ISSUING_PATHS),
+    tokenByAddress: limiter('token-address', config.tokenRateLimitPerMinute, 60),
+    otherByAddress: limiter('address', config.rateLimitPerMinute, 60),
+  };
+  const tokenByClient = limiter('token-client', config.tokenRateLimitPerMinute, 60);
+  const guard = createLoginGuard(limiter);
   const respondError = createErrorResponder(views, new Set([ROUTES.token, ROUTES.userinfo]));
 
   const provider = createProvider({
@@ -97,7 +109,8 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
     formLimit: '16kb', jsonLimit: '16kb',
   });
 
-  const koa = new Koa({ proxy: config.trustProxy, keys: keys.cookieKeys });
+  // Behind TRUST_PROXY, the client is the last X-Forwarded-For entry (the one our proxy added).
+  const koa = new Koa({ proxy: config.trustProxy, maxIpsCount: 1, keys: keys.cookieKeys });
   koa.silent = true; // errors are logged by handleErrors and the provider's server_error event
   koa
     .use(handleErrors(respondError, log))
@@ -107,9 +120,10 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
       ...(redis ? { redis: () => redis!.ping() } : {}),
     }))
     .use(staticAssets(VIEWS_DIR))
+    .use(rateLimit(limits)) // everything below is limited; nothing is parsed or looked up before it
     .use(registerRoutes({ clients, views, body }).routes())
-    .use(interactionRoutes({ provider, users, views, body }).routes())
-    .use(specGlue({ answerUntrusted: respondError }))
+    .use(interactionRoutes({ provider, users, guard, views, body }).routes())
+    .use(specGlue({ answerUntrusted: respondError, admitClient: clientRateLimit(tokenByClient) }))
     .use(mount(provider));
 
   return {

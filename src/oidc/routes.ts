@@ -11,5 +11,15 @@ export const ROUTES = {
   jwks: '/api/jwks.php',
 } as const;
 
+/**
+ * Paths that issue tokens: TOKEN_RATE_LIMIT_PER_MINUTE applies to them instead of
+ * RATE_LIMIT_PER_MINUTE. A new token-issuing path is one more line here.
+ *
+ * @see ../shared/spec/oauth-service-spec.md "Limits"
+ */
+export const TOKEN_ISSUING_PATHS: readonly string[] = [
+  ROUTES.token,
+];
+
 /** Login and consent pages live under the interaction cookie's path (`/interaction/<uid>`). */
 export const interactionPath = (uid: string) => `/interaction/${uid}`;

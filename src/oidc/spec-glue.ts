@@ -17,12 +17,14 @@ const BODY_LIMIT = 56 * 1024;
 export interface GlueDependencies {
   /** Answers an authorization error that must not be redirected to an untrusted redirect_uri. */
   answerUntrusted: ErrorResponder;
+  /** Counts a token request against its client's budget; false when it has answered 429. */
+  admitClient: (ctx: Context, clientId: string) => Promise<boolean>;
 }
 
 export function specGlue(deps: GlueDependencies): Middleware {
   return async (ctx, next) => {
     if (ctx.path === ROUTES.authorization && ctx.method === 'GET') return authorize(ctx, next, deps);
-    if (ctx.path === ROUTES.token && ctx.method === 'POST') return token(ctx, next);
+    if (ctx.path === ROUTES.token && ctx.method === 'POST') return token(ctx, next, deps);
     if (ctx.path === ROUTES.userinfo) return userinfo(ctx, next);
     return next();
   };
@@ -59,6 +61,18 @@ async function authorize(ctx: Context, next: Next, deps: GlueDependencies) {
   }
 }
 
+/** The client_id of HTTP Basic client authentication (RFC 6749 §2.3.1: form-encoded, then Base64). */
+function basicClientId(authorization: string): string | undefined {
+  const match = /^basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(authorization);
+  if (!match) return undefined;
+  const id = Buffer.from(match[1]!, 'base64').toString('utf8').split(':', 1)[0]!;
+  try {
+    return decodeURIComponent(id.replace(/\+/g, ' '));
+  } catch {
+    return undefined;
+  }
+}
+
 async function readBody(ctx: Context): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
@@ -82,9 +96,13 @@ async function readBody(ctx: Context): Promise<string> {
  *
  * The provider reads the body we parsed here (it warns once that a body was parsed upstream).
  */
-async function token(ctx: Context, next: Next) {
+async function token(ctx: Context, next: Next, deps: GlueDependencies) {
   if (!ctx.is('application/x-www-form-urlencoded')) return next(); // the provider refuses it
   const params = querystring.parse(await readBody(ctx));
+  // Spec "Limits": the token budget per client_id, spent before any lookup or secret check. An
+  // id that cannot name a client has no budget to protect (the address budget still applies).
+  const clientId = basicClientId(ctx.get('authorization')) ?? params.client_id;
+  if (typeof clientId === 'string' && isWellFormedClientId(clientId) && !(await deps.admitClient(ctx, clientId))) return;
   params.grant_type ??= 'authorization_code';
   const basic = ctx.get('authorization') !== '';
   const required = [

@@ -16,6 +16,12 @@ import { createTestDatabase, deleteRedisKeys, dropDatabase, REDIS_URL, tempDataD
 
 export type Mode = 'postgres' | 'embedded';
 
+/**
+ * Tests send many requests from 127.0.0.1: limits out of reach unless a test sets its own
+ * (the rate-limit tests do, through `env`).
+ */
+export const UNLIMITED = { RATE_LIMIT_PER_MINUTE: '1000000', TOKEN_RATE_LIMIT_PER_MINUTE: '1000000' } as const;
+
 export interface TestApp {
   readonly app: App;
   readonly config: Config;
@@ -55,7 +61,7 @@ export async function startTestApp(options: StartOptions = {}): Promise<TestApp>
     env = { ...options.reuse, ...options.env };
   } else {
     const dataDir = tempDataDir();
-    env = { NODE_ENV: 'test', PORT: String(port), BASE_URL: `http://localhost:${port}`, DATA_DIR: dataDir };
+    env = { NODE_ENV: 'test', PORT: String(port), BASE_URL: `http://localhost:${port}`, DATA_DIR: dataDir, ...UNLIMITED };
     if (mode === 'postgres') {
       const database = await createTestDatabase();
       Object.assign(env, { DATABASE_URL: database.url, REDIS_URL, REDIS_KEY_PREFIX: testRedisPrefix() });

@@ -1,0 +1,53 @@
+/**
+ * The address a request comes from, as the rate limits and the login guard key it.
+ *
+ * - `ctx.ip`: the socket's peer, or with TRUST_PROXY the last `X-Forwarded-For` entry, the one
+ *   our own proxy appended (app.ts sets Koa's `maxIpsCount: 1`). Entries a client writes
+ *   itself come before it and are never read, so rotating them cannot change the key.
+ * - IPv4, and IPv4-mapped IPv6 (`::ffff:192.0.2.1`), as the IPv4 address.
+ * - IPv6 by its /64: one subscriber's line or host usually owns a whole /64 (RFC 6177,
+ *   RFC 4291 §2.5.1), so keying by the full address would hand one machine 2^64 budgets.
+ *
+ * @example clientAddress(ctx) // '203.0.113.7' or '2001:db8:1:2::/64'
+ */
+import net from 'node:net';
+import type { Context } from 'koa';
+
+/** The eight 16-bit groups of a valid IPv6 address (without zone), an IPv4 tail included. */
+function ipv6Groups(address: string): number[] {
+  let text = address;
+  const v4 = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (v4) {
+    const [a, b, c, d] = v4.slice(1).map(Number) as [number, number, number, number];
+    text = `${text.slice(0, v4.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head, tail] = text.split('::') as [string, string | undefined];
+  const left = head === '' ? [] : head.split(':');
+  const right = tail === undefined || tail === '' ? [] : tail.split(':');
+  const zeros = tail === undefined ? [] : Array<string>(8 - left.length - right.length).fill('0');
+  return [...left, ...zeros, ...right].map((group) => parseInt(group, 16));
+}
+
+/** The rate-limit key of one address string (see the module comment); undefined if it is not an IP. */
+export function addressKey(raw: string): string | undefined {
+  const address = raw.trim().replace(/^\[(.*)\](:\d+)?$/, '$1').replace(/%.*$/, '');
+  if (net.isIPv4(address)) return address;
+  const withoutPort = /^(\d+\.\d+\.\d+\.\d+):\d+$/.exec(address)?.[1];
+  if (withoutPort && net.isIPv4(withoutPort)) return withoutPort;
+  if (!net.isIPv6(address)) return undefined;
+  const groups = ipv6Groups(address);
+  if (groups.slice(0, 5).every((group) => group === 0) && groups[5] === 0xffff) {
+    return [groups[6]! >> 8, groups[6]! & 0xff, groups[7]! >> 8, groups[7]! & 0xff].join('.');
+  }
+  return `${groups.slice(0, 4).map((group) => group.toString(16)).join(':')}::/64`;
+}
+
+/**
+ * The key for the request's address. A forwarded entry that is not an address (a proxy
+ * misconfiguration) falls back to the socket's peer: requests then share the proxy's budget,
+ * which limits too much rather than too little.
+ */
+export function clientAddress(ctx: Context): string {
+  const peer = ctx.req.socket.remoteAddress ?? '';
+  return addressKey(ctx.ip) ?? addressKey(peer) ?? (peer || 'unknown');
+}

@@ -1,0 +1,86 @@
+/**
+ * The spec's limits: `TOKEN_RATE_LIMIT_PER_MINUTE` (5) for token-issuing paths, per address and
+ * per client_id; `RATE_LIMIT_PER_MINUTE` (60) for every other path, per address, one budget
+ * across all of them. Every request counts, whatever its outcome. Health checks and the
+ * stylesheet are answered before this middleware and are exempt.
+ *
+ * Every limited response carries `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset`
+ * (seconds); where two budgets apply, those of the one closer to exhaustion. Over a limit: 429,
+ * `Retry-After` (whole seconds, at least 1) and the small JSON body `too_many_requests`, written
+ * here, with no body parsing, database work, hashing or rendering behind it.
+ *
+ * @see ../shared/spec/oauth-service-spec.md "Limits"
+ * @see https://datatracker.ietf.org/doc/html/draft-ietf-httpapi-ratelimit-headers-06 (the header trio)
+ * @example app.use(rateLimit({ tokenPaths, tokenByAddress, otherByAddress }));
+ */
+import type { Context, Middleware } from 'koa';
+import type { Limiter, Usage } from '../store/limiter.js';
+import { clientAddress } from './client-address.js';
+
+export interface RateLimits {
+  /** Paths that issue tokens: the token budget instead of the general one. */
+  readonly tokenPaths: ReadonlySet<string>;
+  readonly tokenByAddress: Limiter;
+  readonly otherByAddress: Limiter;
+}
+
+interface Budget extends Usage {
+  readonly limit: number;
+}
+
+/** The budget whose headers a response reports, kept for a second budget on the same request. */
+const REPORTED = Symbol('rate-limit budget');
+
+const seconds = (ms: number) => Math.max(Math.ceil(ms / 1000), 1);
+
+/** Fewer requests left is closer to exhaustion; at a tie, the later reset. */
+function closer(a: Budget, b: Budget | undefined): Budget {
+  if (!b) return a;
+  if (a.remaining !== b.remaining) return a.remaining < b.remaining ? a : b;
+  return a.resetMs >= b.resetMs ? a : b;
+}
+
+/** Sets the headers of the budget closer to exhaustion; answers 429 and returns false when over. */
+function admit(ctx: Context, budget: Budget): boolean {
+  const state = ctx.state as { [REPORTED]?: Budget };
+  const reported = closer(budget, state[REPORTED]);
+  state[REPORTED] = reported;
+  ctx.set({
+    'RateLimit-Limit': String(reported.limit),
+    'RateLimit-Remaining': String(reported.remaining),
+    'RateLimit-Reset': String(Math.ceil(reported.resetMs / 1000)),
+  });
+  if (!budget.exceeded) return true;
+  // `reported` is spent too (remaining 0); at a tie it is the one that resets later.
+  const retryAfter = seconds(reported.resetMs);
+  ctx.set({ 'Retry-After': String(retryAfter), 'RateLimit-Reset': String(retryAfter), 'Cache-Control': 'no-store' });
+  ctx.status = 429;
+  ctx.body = {
+    error: 'too_many_requests',
+    error_description: `more than ${budget.limit} requests in a minute; retry in ${retryAfter} s`,
+  };
+  return false;
+}
+
+async function take(limiter: Limiter, key: string): Promise<Budget> {
+  return { ...(await limiter.consume(key)), limit: limiter.points };
+}
+
+/** Counts every request against its address's budget; answers 429 itself when it is spent. */
+export function rateLimit(limits: RateLimits): Middleware {
+  return async (ctx, next) => {
+    const limiter = limits.tokenPaths.has(ctx.path) ? limits.tokenByAddress : limits.otherByAddress;
+    if (!admit(ctx, await take(limiter, clientAddress(ctx)))) return;
+    await next();
+  };
+}
+
+/**
+ * The per-client token budget, for the code that reads the token request's client_id (Basic or
+ * body): true to go on, false when it has answered 429.
+ */
+export type ClientAdmission = (ctx: Context, clientId: string) => Promise<boolean>;
+
+export function clientRateLimit(tokenByClient: Limiter): ClientAdmission {
+  return async (ctx, clientId) => admit(ctx, await take(tokenByClient, clientId));
+}
