@@ -73,7 +73,7 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
   const users = createUserStore(db.prisma);
   const clients = createClientStore(db.prisma);
   const views = createViews();
-  const respondError = createErrorResponder(views, new Set([ROUTES.token, ROUTES.userinfo]));
+  const respondError = createErrorResponder(views, new Set([ROUTES.token, ROUTES.userinfo, ROUTES.revocation, ROUTES.introspection]));
 
   const provider = createProvider({
     config,
@@ -109,7 +109,7 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
     .use(staticAssets(VIEWS_DIR))
     .use(registerRoutes({ clients, views, body }).routes())
     .use(interactionRoutes({ provider, users, views, body }).routes())
-    .use(specGlue({ answerUntrusted: respondError }))
+    .use(specGlue({ answerUntrusted: respondError, usernameOf: async (id) => (await users.findById(id))?.username }))
     .use(mount(provider));
 
   return {
