@@ -20,6 +20,7 @@ import type { ClientStore } from './clients/client-store.js';
 import { verifyClientSecret } from './clients/secret.js';
 import { openDatabase } from './store/database.js';
 import type { Database } from './store/database.js';
+import { startCleanup } from './store/cleanup.js';
 import { migrate } from './store/migrate.js';
 import { connectRedis } from './store/redis.js';
 import { loadKeys } from './store/keys.js';
@@ -91,6 +92,7 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
     verifyClientSecret,
   });
   provider.on('server_error', (ctx, error) => log(error, ctx));
+  const cleanup = startCleanup(db.prisma, { log: (error) => log(error) });
 
   const body = koaBody({
     multipart: false, urlencoded: true, json: true, text: false, jsonStrict: true,
@@ -121,6 +123,7 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
     clients,
     callback: () => koa.callback(),
     async close() {
+      await cleanup.stop();
       memory?.close();
       redis?.disconnect();
       await db.close();
