@@ -25,8 +25,10 @@ import { migrate } from './store/migrate.js';
 import { connectRedis } from './store/redis.js';
 import { loadKeys } from './store/keys.js';
 import { createAdapterFactory } from './oidc/adapter.js';
+import { createAuthorizedApps } from './oidc/authorized-apps.js';
 import { clientAdapter } from './oidc/client-adapter.js';
 import { createFindAccount } from './oidc/find-account.js';
+import { loginSessions } from './oidc/login-session.js';
 import { memoryAdapters } from './oidc/memory-adapter.js';
 import { postgresAdapters } from './oidc/postgres-adapter.js';
 import { createProvider } from './oidc/provider.js';
@@ -37,6 +39,7 @@ import { handleErrors } from './http/handle-errors.js';
 import { health } from './http/health.js';
 import { securityHeaders } from './http/security-headers.js';
 import { staticAssets } from './http/static-assets.js';
+import { applicationsRoutes } from './ui/applications.js';
 import { createErrorResponder } from './ui/error-page.js';
 import { interactionRoutes } from './ui/interactions.js';
 import { registerRoutes } from './ui/register.js';
@@ -111,6 +114,15 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
     .use(staticAssets(VIEWS_DIR))
     .use(registerRoutes({ clients, views, body }).routes())
     .use(interactionRoutes({ provider, users, views, body }).routes())
+    .use(applicationsRoutes({
+      // onApplicationRevoked: for webhooks (`token.revoked`) once they exist.
+      apps: createAuthorizedApps({ prisma: db.prisma }),
+      findUser: users.findById,
+      authenticate: users.authenticate,
+      loginSessions: loginSessions(provider),
+      views,
+      body,
+    }).routes())
     .use(specGlue({ answerUntrusted: respondError, usernameOf: async (id) => (await users.findById(id))?.username }))
     .use(mount(provider));
 
