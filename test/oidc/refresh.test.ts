@@ -5,6 +5,7 @@
  * @see RFC 6749 §6, RFC 9700 §4.14.2
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { Browser } from '../helpers/browser.js';
 import type { TestClient, TestUser } from '../helpers/browser.js';
 import { basicAuth, createUser, expectErrorResponse, obtainTokens, postForm, registerClient, tokenRequest, userinfo } from '../helpers/fixtures.js';
 import { deleteRedisKeys } from '../helpers/services.js';
@@ -122,4 +123,37 @@ describe('the refresh-token lifetime is absolute (REFRESH_TOKEN_TTL=60)', () => 
     const expired = await tokenRequest(t, { grant_type: 'refresh_token', refresh_token: String(rotated.body.refresh_token), ...creds });
     expectErrorResponse(expired, 400, 'invalid_grant');
   }, 120_000);
+});
+
+describe('a grant outlives the refresh tokens issued under it', () => {
+  let t: TestApp;
+  beforeAll(async () => { t = await startTestApp(); });
+  afterAll(async () => { await t.close(); });
+
+  test('a new grant expires after its refresh token; an authorization reusing a grant near its end renews it', async () => {
+    const client = await registerClient(t);
+    const user = await createUser(t);
+    const { prisma } = t.app.db;
+    const browser = new Browser(t.baseUrl);
+    const code = (await browser.authorize(client, user)).searchParams.get('code')!;
+    const exchanged = await tokenRequest(t, { code, client_id: client.client_id, client_secret: client.client_secret });
+    expect(exchanged.status).toBe(200);
+
+    const [grant] = await prisma.oidcModel.findMany({ where: { type: 'Grant' } });
+    const [refreshToken] = await prisma.oidcModel.findMany({ where: { type: 'RefreshToken' } });
+    expect(grant!.expiresAt!.getTime()).toBeGreaterThan(refreshToken!.expiresAt!.getTime());
+
+    // The grant is about to end; the same browser authorizes again (no login, no consent).
+    const soon = Math.floor(Date.now() / 1000) + 100;
+    await prisma.oidcModel.update({
+      where: { type_id: { type: 'Grant', id: grant!.id } },
+      data: { expiresAt: new Date(soon * 1000), payload: { ...(grant!.payload as object), exp: soon } },
+    });
+    const again = await browser.authorize(client, user);
+    expect(again.searchParams.get('code')).toBeTruthy();
+    const renewed = await prisma.oidcModel.findUniqueOrThrow({ where: { type_id: { type: 'Grant', id: grant!.id } } });
+    const expected = Date.now() + (t.config.refreshTokenTtl + t.config.authorizationCodeTtl + 86_400) * 1000;
+    expect(Math.abs(renewed.expiresAt!.getTime() - expected)).toBeLessThan(10_000);
+    expect(Math.abs((renewed.payload as { exp: number }).exp * 1000 - renewed.expiresAt!.getTime())).toBeLessThan(1000);
+  });
 });
