@@ -21,13 +21,16 @@ import type { ClientStore } from './clients/client-store.js';
 import { verifyClientSecret } from './clients/secret.js';
 import { openDatabase } from './store/database.js';
 import type { Database } from './store/database.js';
+import { startCleanup } from './store/cleanup.js';
 import { createLimiterFactory } from './store/limiter.js';
 import { migrate } from './store/migrate.js';
 import { connectRedis } from './store/redis.js';
 import { loadKeys } from './store/keys.js';
 import { createAdapterFactory } from './oidc/adapter.js';
+import { createAuthorizedApps } from './oidc/authorized-apps.js';
 import { clientAdapter } from './oidc/client-adapter.js';
 import { createFindAccount } from './oidc/find-account.js';
+import { loginSessions } from './oidc/login-session.js';
 import { memoryAdapters } from './oidc/memory-adapter.js';
 import { postgresAdapters } from './oidc/postgres-adapter.js';
 import { createProvider } from './oidc/provider.js';
@@ -39,6 +42,7 @@ import { health } from './http/health.js';
 import { clientRateLimit, rateLimit } from './http/rate-limit.js';
 import { securityHeaders } from './http/security-headers.js';
 import { staticAssets } from './http/static-assets.js';
+import { applicationsRoutes } from './ui/applications.js';
 import { createErrorResponder } from './ui/error-page.js';
 import { interactionRoutes } from './ui/interactions.js';
 import { registerRoutes } from './ui/register.js';
@@ -85,7 +89,7 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
   };
   const tokenByClient = limiter('token-client', config.tokenRateLimitPerMinute, 60);
   const guard = createLoginGuard(limiter);
-  const respondError = createErrorResponder(views, new Set([ROUTES.token, ROUTES.userinfo]));
+  const respondError = createErrorResponder(views, new Set([ROUTES.token, ROUTES.userinfo, ROUTES.revocation, ROUTES.introspection]));
 
   const provider = createProvider({
     config,
@@ -103,6 +107,7 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
     verifyClientSecret,
   });
   provider.on('server_error', (ctx, error) => log(error, ctx));
+  const cleanup = startCleanup(db.prisma, { log: (error) => log(error) });
 
   const body = koaBody({
     multipart: false, urlencoded: true, json: true, text: false, jsonStrict: true,
@@ -123,7 +128,21 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
     .use(rateLimit(limits)) // everything below is limited; nothing is parsed or looked up before it
     .use(registerRoutes({ clients, views, body }).routes())
     .use(interactionRoutes({ provider, users, guard, views, body }).routes())
-    .use(specGlue({ answerUntrusted: respondError, admitClient: clientRateLimit(tokenByClient) }))
+    .use(applicationsRoutes({
+      // onApplicationRevoked: for webhooks (`token.revoked`) once they exist.
+      apps: createAuthorizedApps({ prisma: db.prisma }),
+      findUser: users.findById,
+      authenticate: users.authenticate,
+      guard,
+      loginSessions: loginSessions(provider),
+      views,
+      body,
+    }).routes())
+    .use(specGlue({
+      answerUntrusted: respondError,
+      admitClient: clientRateLimit(tokenByClient),
+      usernameOf: async (id) => (await users.findById(id))?.username,
+    }))
     .use(mount(provider));
 
   return {
@@ -135,6 +154,7 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
     clients,
     callback: () => koa.callback(),
     async close() {
+      await cleanup.stop();
       memory?.close();
       redis?.disconnect();
       await db.close();

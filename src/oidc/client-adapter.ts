@@ -16,7 +16,7 @@ export function clientMetadata(client: Client): AdapterPayload {
     client_secret: client.clientSecretHash,
     client_name: client.clientName,
     redirect_uris: [client.redirectUri],
-    grant_types: ['authorization_code'],
+    grant_types: ['authorization_code', 'refresh_token'],
     response_types: ['code'],
     token_endpoint_auth_method: 'client_secret_post',
   };

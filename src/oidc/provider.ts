@@ -1,12 +1,13 @@
 /**
- * oidc-provider configured for the spec: the authorization-code flow only, confidential
- * clients (client_secret_post, client_secret_basic), opaque access tokens, PKCE (S256) when a
- * client uses it. Everything here is the provider's own configuration; the few request
+ * oidc-provider configured for the spec: the authorization-code flow with rotating refresh
+ * tokens, confidential clients (client_secret_post, client_secret_basic), opaque access
+ * tokens, PKCE (S256) when a client uses it, revocation and introspection limited to a
+ * client's own tokens. Everything here is the provider's own configuration; the few request
  * shapes it cannot express are in spec-glue.ts.
  *
  * @see https://github.com/panva/node-oidc-provider/blob/main/docs/README.md
  */
-import Provider from 'oidc-provider';
+import Provider, { errors } from 'oidc-provider';
 import type { Configuration, FindAccount, KoaContextWithOIDC } from 'oidc-provider';
 import type { Config } from '../config.js';
 import type { Keys } from '../store/keys.js';
@@ -28,9 +29,21 @@ export interface ProviderDependencies {
 /** Signing algorithms without HS*: client_secret holds a digest, so no key may derive from it. */
 const ASYMMETRIC = ['RS256', 'PS256', 'ES256', 'EdDSA'];
 
+const CLIENT_AUTH_METHODS: ('client_secret_post' | 'client_secret_basic')[] = ['client_secret_post', 'client_secret_basic'];
+
+const epochTime = () => Math.floor(Date.now() / 1000);
+
+/** A client sees and revokes only tokens issued to it. @see RFC 7009 §2.1, RFC 7662 §4 */
+const ownToken = (_ctx: KoaContextWithOIDC, client: { clientId: string }, token: { clientId?: string }) => token.clientId === client.clientId;
+
 export function createProvider(deps: ProviderDependencies): Provider {
   const { config, keys } = deps;
   const cookie = { httpOnly: true, sameSite: 'lax', secure: config.secureCookies, signed: true } as const;
+  // A grant must outlive every refresh token issued under it (validateGrant refuses a refresh
+  // whose grant is gone): refresh tokens live REFRESH_TOKEN_TTL from their code exchange, and
+  // a code can be redeemed up to AUTHORIZATION_CODE_TTL after the grant was loaded.
+  const grantMinimum = config.refreshTokenTtl + config.authorizationCodeTtl;
+  const grantTtl = grantMinimum + 24 * 3600;
 
   const provider = new Provider(config.baseUrl, {
     adapter: deps.adapters as unknown as Configuration['adapter'],
@@ -38,7 +51,7 @@ export function createProvider(deps: ProviderDependencies): Provider {
     renderError: deps.renderError,
     routes: ROUTES,
     responseTypes: ['code'],
-    clientAuthMethods: ['client_secret_post', 'client_secret_basic'],
+    clientAuthMethods: CLIENT_AUTH_METHODS,
     scopes: ['openid', 'profile', 'email'],
     claims: CLAIMS,
     // A PKCE challenge is verified whenever the client sent one; clients without PKCE work.
@@ -51,13 +64,39 @@ export function createProvider(deps: ProviderDependencies): Provider {
     // binds them to the session (unless offline_access), and without Redis sessions are in
     // process memory: a restart would void every issued access token.
     expiresWithSession: () => false,
+    // Every code exchange returns a refresh token (no offline_access needed: the spec's
+    // clients send no scope), and every refresh rotates it; reusing a rotated one revokes the
+    // grant. @see RFC 9700 §4.14.2
+    issueRefreshToken: (_ctx, client) => client.grantTypeAllowed('refresh_token'),
+    rotateRefreshToken: true,
+    // Revoking any token ends its grant: every token issued under it and the consent (the
+    // provider already deletes all the grant's tokens; this also deletes the grant and emits
+    // grant.revoked for an access token, as it does for a refresh token). @see RFC 7009 §2.1
+    revokeGrantPolicy: () => true,
+    // An authorization that reuses a grant close to its end renews it (see grantTtl).
+    loadExistingGrant: async (ctx) => {
+      const grantId = ctx.oidc.result?.consent?.grantId || ctx.oidc.session!.grantIdFor(ctx.oidc.client!.clientId);
+      const grant = grantId ? await ctx.oidc.provider.Grant.find(grantId) : undefined;
+      if (grant && (grant.exp ?? 0) - epochTime() < grantMinimum) {
+        grant.exp = epochTime() + grantTtl;
+        await grant.save();
+      }
+      return grant;
+    },
     ttl: {
       AccessToken: config.accessTokenTtl,
       AuthorizationCode: config.authorizationCodeTtl,
       IdToken: 3600,
       Interaction: 3600,
       Session: 14 * 24 * 3600,
-      Grant: 14 * 24 * 3600,
+      Grant: grantTtl,
+      // Absolute: counted from the code exchange. A rotated token inherits what is left of
+      // its predecessor's lifetime (a number here would make rotation sliding). At least 1 s:
+      // the predecessor was unexpired when checked, but the clock may have ticked since.
+      RefreshToken: (ctx, _token, _client) => {
+        const rotated = ctx?.oidc?.entities.RotatedRefreshToken;
+        return rotated ? Math.max(1, rotated.remainingTTL) : config.refreshTokenTtl;
+      },
     },
     cookies: { keys: keys.cookieKeys, long: cookie, short: cookie },
     jwks: keys.jwks as Configuration['jwks'],
@@ -71,8 +110,16 @@ export function createProvider(deps: ProviderDependencies): Provider {
       devInteractions: { enabled: false },
       userinfo: { enabled: true },
       registration: { enabled: false },
-      introspection: { enabled: false },
-      revocation: { enabled: false },
+      introspection: { enabled: true, allowedPolicy: ownToken },
+      // Another client's token: refused with invalid_request (RFC 7009 §2.1 "the request is
+      // refused"), and the token stays valid. Unknown tokens still get 200 (§2.2).
+      revocation: {
+        enabled: true,
+        allowedPolicy: (ctx, client, token) => {
+          if (!ownToken(ctx, client, token)) throw new errors.InvalidRequest('client is not authorized to revoke the presented token');
+          return true;
+        },
+      },
       rpInitiatedLogout: { enabled: false },
       pushedAuthorizationRequests: { enabled: false },
       requestObjects: { enabled: false },
@@ -80,7 +127,12 @@ export function createProvider(deps: ProviderDependencies): Provider {
       dPoP: { enabled: false },
       claimsParameter: { enabled: false },
     },
-    discovery: { service_documentation: `${config.baseUrl}/` },
+    // Served at /.well-known/openid-configuration and (RFC 8414) /.well-known/oauth-authorization-server.
+    discovery: {
+      service_documentation: `${config.baseUrl}/`,
+      revocation_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
+      introspection_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
+    },
   });
 
   provider.proxy = config.trustProxy;

@@ -1,6 +1,6 @@
 /**
  * The spec's fixed paths, set through the provider's own `routes` option so that discovery
- * advertises them. The provider serves only what is listed here and its discovery and JWKS.
+ * advertises them. The provider serves only what is listed here and its discovery documents.
  *
  * @see ../shared/spec/oauth-service-spec.md "Endpoints"
  */
@@ -9,6 +9,10 @@ export const ROUTES = {
   token: '/api/token.php',
   userinfo: '/api/userinfo.php',
   jwks: '/api/jwks.php',
+  /** RFC 7009 token revocation. */
+  revocation: '/api/revoke.php',
+  /** RFC 7662 token introspection. */
+  introspection: '/api/introspect.php',
 } as const;
 
 /**

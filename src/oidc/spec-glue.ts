@@ -19,6 +19,8 @@ export interface GlueDependencies {
   answerUntrusted: ErrorResponder;
   /** Counts a token request against its client's budget; false when it has answered 429. */
   admitClient: (ctx: Context, clientId: string) => Promise<boolean>;
+  /** The login name of an account (introspection reports it), undefined if there is none. */
+  usernameOf: (accountId: string) => Promise<string | undefined>;
 }
 
 export function specGlue(deps: GlueDependencies): Middleware {
@@ -26,6 +28,7 @@ export function specGlue(deps: GlueDependencies): Middleware {
     if (ctx.path === ROUTES.authorization && ctx.method === 'GET') return authorize(ctx, next, deps);
     if (ctx.path === ROUTES.token && ctx.method === 'POST') return token(ctx, next, deps);
     if (ctx.path === ROUTES.userinfo) return userinfo(ctx, next);
+    if (ctx.path === ROUTES.introspection && ctx.method === 'POST') return introspect(ctx, next, deps);
     return next();
   };
 }
@@ -91,8 +94,9 @@ async function readBody(ctx: Context): Promise<string> {
 /**
  * Spec: `code`, `client_id` and `client_secret` are the token request; grant_type defaults to
  * authorization_code. A missing field is `invalid_request` (400), not a failed client
- * authentication. A code that is unknown, expired, used, foreign or fails PKCE is the spec's
- * `invalid_code`, which the provider calls `invalid_grant`; other grants keep `invalid_grant`.
+ * authentication; a refresh (RFC 6749 §6) needs `refresh_token` the same way. A code that is
+ * unknown, expired, used, foreign or fails PKCE is the spec's `invalid_code`, which the
+ * provider calls `invalid_grant`; other grants (refresh tokens) keep `invalid_grant`.
  *
  * The provider reads the body we parsed here (it warns once that a body was parsed upstream).
  */
@@ -107,6 +111,7 @@ async function token(ctx: Context, next: Next, deps: GlueDependencies) {
   const basic = ctx.get('authorization') !== '';
   const required = [
     ...(params.grant_type === 'authorization_code' ? ['code'] : []),
+    ...(params.grant_type === 'refresh_token' ? ['refresh_token'] : []),
     ...(basic ? [] : ['client_id', 'client_secret']),
   ];
   const missing = required.filter((name) => params[name] === undefined || params[name] === '');
@@ -135,4 +140,23 @@ async function userinfo(ctx: Context, next: Next) {
     const challenge = ctx.response.get('WWW-Authenticate') || `Bearer realm="${ctx.origin}"`;
     ctx.set('WWW-Authenticate', challenge.replace('error="invalid_request"', 'error="invalid_token"'));
   }
+}
+
+/**
+ * Introspection (RFC 7662 §2.2) of an active token names its user by `username`, the spec's
+ * login name (the provider gives only `sub`), and always carries `token_type`: `Bearer` for
+ * an access token (the provider's), `refresh_token` for a refresh token (the provider omits
+ * it), so a resource server checking for `Bearer` never accepts a refresh token. A token whose
+ * user no longer exists is inactive.
+ */
+async function introspect(ctx: Context, next: Next, deps: GlueDependencies) {
+  await next();
+  const body = ctx.body as Record<string, unknown> | undefined;
+  if (ctx.status !== 200 || body?.active !== true) return;
+  const username = typeof body.sub === 'string' ? await deps.usernameOf(body.sub) : undefined;
+  if (username === undefined) {
+    ctx.body = { active: false };
+    return;
+  }
+  ctx.body = { ...body, username, token_type: body.token_type ?? 'refresh_token' };
 }

@@ -12,9 +12,9 @@ import type { InteractionResults } from 'oidc-provider';
 import { ServiceError } from '../errors.js';
 import type { UserStore } from '../accounts/user-store.js';
 import type { LoginGuard } from '../accounts/login-guard.js';
-import { clientAddress } from '../http/client-address.js';
 import { checkCsrf, csrfToken } from './csrf.js';
 import { field } from './form.js';
+import { signIn } from './sign-in.js';
 import type { Views } from './views.js';
 
 export interface InteractionDependencies {
@@ -25,16 +25,6 @@ export interface InteractionDependencies {
   views: Views;
   body: Middleware;
 }
-
-const WRONG_CREDENTIALS = 'Incorrect username or password.';
-
-/** "15 minutes", "1 hour", "30 seconds": when a blocked sign-in may try again. */
-export function waitText(seconds: number): string {
-  const [amount, unit] = seconds < 60 ? [seconds, 'second'] : seconds < 3600 ? [Math.ceil(seconds / 60), 'minute'] : [Math.ceil(seconds / 3600), 'hour'];
-  return `${amount} ${unit}${amount === 1 ? '' : 's'}`;
-}
-
-const tooManyFailures = (seconds: number) => `Too many failed sign-in attempts. Try again in ${waitText(seconds)}.`;
 
 export function interactionRoutes({ provider, users, guard, views, body }: InteractionDependencies): Router {
   const router = new Router({ prefix: '/interaction/:uid' });
@@ -73,19 +63,9 @@ export function interactionRoutes({ provider, users, guard, views, body }: Inter
     const { interaction, clientName } = await details(ctx, 'login');
     const username = field(ctx, 'username');
     const password = field(ctx, 'password');
-    const result = await guard.attempt(username, clientAddress(ctx), () => users.authenticate(username, password));
-    if (result.outcome === 'success') return finish(ctx, { login: { accountId: result.value.id } }, false);
-    // Blocked (or blocked by this failure): 429 with Retry-After, and the page says when to retry.
-    const locals = { uid: interaction.uid, clientName, username };
-    if (result.outcome === 'blocked') {
-      ctx.set('Retry-After', String(result.retryAfter));
-      return loginPage(ctx, { ...locals, error: tooManyFailures(result.retryAfter) }, 429);
-    }
-    if (result.retryAfter !== undefined) {
-      ctx.set('Retry-After', String(result.retryAfter));
-      return loginPage(ctx, { ...locals, error: `${WRONG_CREDENTIALS} ${tooManyFailures(result.retryAfter)}` }, 429);
-    }
-    return loginPage(ctx, { ...locals, error: WRONG_CREDENTIALS }, 401);
+    const outcome = await signIn(ctx, guard, users.authenticate, username, password);
+    if (outcome.user) return finish(ctx, { login: { accountId: outcome.user.id } }, false);
+    return loginPage(ctx, { uid: interaction.uid, clientName, username, error: outcome.error }, outcome.status);
   });
 
   router.post('/confirm', body, async (ctx) => {

@@ -2,6 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from '@jest/globals';
 import type { TestApp } from './test-app.js';
+import { obtainCode } from './browser.js';
 import type { TestClient, TestUser } from './browser.js';
 
 export async function createUser(t: TestApp, overrides: Partial<{ username: string; password: string; email: string; fullName: string }> = {}): Promise<TestUser & { email: string; fullName: string }> {
@@ -48,4 +49,28 @@ export function expectErrorResponse(res: { status: number; headers: Headers; bod
   expect(res.headers.get('content-type')).toMatch(/^application\/json/);
   expect(res.body.error).toBe(code);
   expect(typeof res.body.error_description).toBe('string');
+}
+
+/** HTTP Basic client credentials (RFC 6749 §2.3.1: form-urlencoded, then base64). */
+export function basicAuth(c: TestClient): string {
+  return `Basic ${Buffer.from(`${encodeURIComponent(c.client_id)}:${encodeURIComponent(c.client_secret)}`).toString('base64')}`;
+}
+
+/** POST a form to any path (revocation, introspection); the body is parsed as JSON when there is one. */
+export async function postForm(t: TestApp, path: string, form: Record<string, string>, headers: Record<string, string> = {}) {
+  const res = await fetch(`${t.baseUrl}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+    body: new URLSearchParams(form).toString(),
+  });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, text, body: (text ? JSON.parse(text) : {}) as Record<string, unknown> };
+}
+
+/** Walks the browser flow and redeems the code: the token response of a fresh authorization. */
+export async function obtainTokens(t: TestApp, client: TestClient, user: TestUser) {
+  const code = await obtainCode(t.baseUrl, client, user);
+  const res = await tokenRequest(t, { code, client_id: client.client_id, client_secret: client.client_secret });
+  if (res.status !== 200) throw new Error(`code exchange failed: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body as { access_token: string; refresh_token: string; expires_in: number; scope: string };
 }

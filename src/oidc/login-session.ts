@@ -1,0 +1,28 @@
+/**
+ * The provider's login session (its `_session` cookie), read from outside the provider's
+ * routes: a user who signed in while authorizing an application is signed in on our own
+ * pages too. `Session.get` builds a provider context for the request when there is none.
+ *
+ * @see https://github.com/panva/node-oidc-provider/blob/main/lib/models/session.js
+ */
+import type { Context } from 'koa';
+import type Provider from 'oidc-provider';
+
+export interface LoginSessions {
+  /** The account signed in through this browser, if any. */
+  accountId(ctx: Context): Promise<string | undefined>;
+  /** Ends the browser's login session (authorizations will ask to sign in again). */
+  end(ctx: Context): Promise<void>;
+}
+
+export function loginSessions(provider: Provider): LoginSessions {
+  return {
+    async accountId(ctx) {
+      return (await provider.Session.get(ctx)).accountId ?? undefined;
+    },
+    async end(ctx) {
+      const session = await provider.Session.get(ctx);
+      if (session.accountId) await session.destroy();
+    },
+  };
+}

@@ -1,0 +1,71 @@
+/**
+ * Discovery metadata at RFC 8414's `/.well-known/oauth-authorization-server` and at OpenID's
+ * `/.well-known/openid-configuration`, and RFC 9207's `iss` on every authorization response.
+ */
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { Browser } from '../helpers/browser.js';
+import { createUser, registerClient } from '../helpers/fixtures.js';
+import { startTestApp } from '../helpers/test-app.js';
+import type { TestApp } from '../helpers/test-app.js';
+
+describe('discovery', () => {
+  let t: TestApp;
+  beforeAll(async () => { t = await startTestApp(); });
+  afterAll(async () => { await t.close(); });
+
+  describe.each(['/.well-known/oauth-authorization-server', '/.well-known/openid-configuration'])('GET %s', (path) => {
+    test('issuer, the spec paths, revocation and introspection, code + S256, client_secret_post/basic, iss parameter', async () => {
+      const res = await fetch(`${t.baseUrl}${path}`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+      const metadata = await res.json() as Record<string, unknown>;
+      const methods = ['client_secret_post', 'client_secret_basic'];
+      expect(metadata).toMatchObject({
+        issuer: t.baseUrl,
+        authorization_endpoint: `${t.baseUrl}/api/authorize.php`,
+        token_endpoint: `${t.baseUrl}/api/token.php`,
+        userinfo_endpoint: `${t.baseUrl}/api/userinfo.php`,
+        jwks_uri: `${t.baseUrl}/api/jwks.php`,
+        revocation_endpoint: `${t.baseUrl}/api/revoke.php`,
+        introspection_endpoint: `${t.baseUrl}/api/introspect.php`,
+        response_types_supported: ['code'],
+        code_challenge_methods_supported: ['S256'],
+        authorization_response_iss_parameter_supported: true,
+        token_endpoint_auth_methods_supported: methods,
+        revocation_endpoint_auth_methods_supported: methods,
+        introspection_endpoint_auth_methods_supported: methods,
+      });
+      expect([...metadata.grant_types_supported as string[]].sort()).toEqual(['authorization_code', 'refresh_token']);
+    });
+  });
+
+  test('both documents are the same', async () => {
+    const [oauth, openid] = await Promise.all(['oauth-authorization-server', 'openid-configuration']
+      .map(async (name) => (await fetch(`${t.baseUrl}/.well-known/${name}`)).json()));
+    expect(oauth).toEqual(openid);
+  });
+});
+
+describe('iss on every authorization response (RFC 9207)', () => {
+  let t: TestApp;
+  beforeAll(async () => { t = await startTestApp({ mode: 'embedded' }); });
+  afterAll(async () => { await t.close(); });
+
+  test('on a code, on a refusal (access_denied) and on an error redirect', async () => {
+    const client = await registerClient(t);
+    const user = await createUser(t);
+    const approved = await new Browser(t.baseUrl).authorize(client, user, { state: 's1' });
+    expect(approved.searchParams.get('code')).toBeTruthy();
+    expect(approved.searchParams.get('iss')).toBe(t.baseUrl);
+
+    const denied = await new Browser(t.baseUrl).authorize(client, user, { state: 's2' }, 'deny');
+    expect(denied.searchParams.get('error')).toBe('access_denied');
+    expect(denied.searchParams.get('iss')).toBe(t.baseUrl);
+
+    const query = new URLSearchParams({ client_id: client.client_id, redirect_uri: client.redirect_uri, response_type: 'token', state: 's3' });
+    const res = await fetch(`${t.baseUrl}/api/authorize.php?${query}`, { redirect: 'manual' });
+    const location = new URL(res.headers.get('location')!);
+    expect(location.searchParams.get('error')).toBe('unsupported_response_type');
+    expect(location.searchParams.get('iss')).toBe(t.baseUrl);
+  });
+});

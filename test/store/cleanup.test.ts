@@ -1,0 +1,123 @@
+/**
+ * The expiry cleanup: a pass deletes expired provider rows in bounded batches, oldest first,
+ * and keeps everything unexpired; concurrent passes (several instances) split the work; the
+ * periodic job runs until stopped. Redis needs no job: every key the app writes expires.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
+import type { PrismaClient } from '../../src/generated/prisma/client.js';
+import { deleteExpired, startCleanup } from '../../src/store/cleanup.js';
+import { Redis } from 'ioredis';
+import { openTestDatabase } from '../helpers/databases.js';
+import type { StoreKind, TestStore } from '../helpers/databases.js';
+import { createUser, obtainTokens, registerClient, tokenRequest } from '../helpers/fixtures.js';
+import { REDIS_URL } from '../helpers/services.js';
+import { startTestApp } from '../helpers/test-app.js';
+
+const HOUR = 3600_000;
+
+/** `count` rows of `type`; the i-th expires at `base + i` seconds (null: never). */
+async function insertRows(prisma: PrismaClient, type: string, count: number, base: number | null) {
+  await prisma.oidcModel.createMany({
+    data: Array.from({ length: count }, (_, i) => ({
+      type, id: `${type}-${i}`, payload: { i }, grantId: `g-${i}`,
+      expiresAt: base === null ? null : new Date(base + i * 1000),
+    })),
+  });
+}
+
+const countWhere = (prisma: PrismaClient, type: string) => prisma.oidcModel.count({ where: { type } });
+
+describe.each<StoreKind>(['postgres', 'embedded'])('deleteExpired (%s)', (kind) => {
+  let store: TestStore;
+  beforeAll(async () => { store = await openTestDatabase(kind, { migrated: true }); });
+  afterAll(async () => { await store.close(); });
+  afterEach(async () => { await store.db.prisma.oidcModel.deleteMany({}); });
+
+  test('one pass deletes at most batchSize × batchesPerPass expired rows, oldest first, and keeps the rest', async () => {
+    const { prisma } = store.db;
+    await insertRows(prisma, 'AccessToken', 250, Date.now() - 10 * HOUR);
+    await insertRows(prisma, 'RefreshToken', 20, Date.now() + HOUR);
+    await insertRows(prisma, 'Grant', 5, null);
+
+    expect(await deleteExpired(prisma, { batchSize: 100, batchesPerPass: 2 })).toBe(200);
+    const left = await prisma.oidcModel.findMany({ where: { type: 'AccessToken' }, select: { id: true } });
+    expect(left.map((row) => row.id).sort()).toEqual(Array.from({ length: 50 }, (_, i) => `AccessToken-${i + 200}`).sort());
+    expect(await countWhere(prisma, 'RefreshToken')).toBe(20);
+    expect(await countWhere(prisma, 'Grant')).toBe(5);
+
+    expect(await deleteExpired(prisma, { batchSize: 100, batchesPerPass: 2 })).toBe(50);
+    expect(await deleteExpired(prisma, { batchSize: 100, batchesPerPass: 2 })).toBe(0);
+    expect(await prisma.oidcModel.count()).toBe(25);
+  });
+
+  test('a row expiring in the future stays until it has expired', async () => {
+    const { prisma } = store.db;
+    await insertRows(prisma, 'AuthorizationCode', 1, Date.now() + 1500);
+    expect(await deleteExpired(prisma)).toBe(0);
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    expect(await deleteExpired(prisma)).toBe(1);
+  });
+
+  test('the periodic job deletes on its own and stops when told', async () => {
+    const { prisma } = store.db;
+    const errors: unknown[] = [];
+    await insertRows(prisma, 'AccessToken', 30, Date.now() - HOUR);
+    const job = startCleanup(prisma, { intervalMs: 50, batchSize: 10, batchesPerPass: 1, log: (error) => errors.push(error) });
+    const deadline = Date.now() + 20_000;
+    while (await countWhere(prisma, 'AccessToken') > 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(await countWhere(prisma, 'AccessToken')).toBe(0);
+    await job.stop();
+
+    await insertRows(prisma, 'RefreshToken', 5, Date.now() - HOUR);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await countWhere(prisma, 'RefreshToken')).toBe(5);
+    expect(errors).toEqual([]);
+  });
+});
+
+describe('deleteExpired with several instances (postgres)', () => {
+  let store: TestStore;
+  beforeAll(async () => { store = await openTestDatabase('postgres', { migrated: true }); });
+  afterAll(async () => { await store.close(); });
+
+  test('concurrent passes delete disjoint rows: together exactly the expired ones, each within its bound', async () => {
+    const { prisma } = store.db;
+    await insertRows(prisma, 'AccessToken', 600, Date.now() - 10 * HOUR);
+    await insertRows(prisma, 'Grant', 10, Date.now() + HOUR);
+    const others = await Promise.all([store.reopen(), store.reopen()]);
+    try {
+      const counts = await Promise.all([store.db, ...others].map((db) => deleteExpired(db.prisma, { batchSize: 50, batchesPerPass: 4 })));
+      for (const count of counts) expect(count).toBeLessThanOrEqual(200);
+      const total = counts.reduce((a, b) => a + b, 0);
+      expect(await prisma.oidcModel.count()).toBe(610 - total);
+      while (await deleteExpired(prisma, { batchSize: 50, batchesPerPass: 4 }) > 0);
+      expect(await countWhere(prisma, 'AccessToken')).toBe(0);
+      expect(await countWhere(prisma, 'Grant')).toBe(10);
+    } finally {
+      await Promise.all(others.map((db) => db.close()));
+    }
+  });
+});
+
+describe('Redis keys expire on their own', () => {
+  test('after logins, consents, code exchanges and refreshes, every key under the prefix has a TTL', async () => {
+    const t = await startTestApp();
+    const redis = new Redis(REDIS_URL);
+    try {
+      const client = await registerClient(t);
+      for (let i = 0; i < 2; i += 1) {
+        const tokens = await obtainTokens(t, client, await createUser(t));
+        await tokenRequest(t, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: client.client_id, client_secret: client.client_secret });
+      }
+      const keys = await redis.keys(`${t.env.REDIS_KEY_PREFIX}*`);
+      expect(keys.length).toBeGreaterThan(0);
+      const ttls = await Promise.all(keys.map(async (key) => [key, await redis.ttl(key)] as const));
+      expect(ttls.filter(([, ttl]) => ttl <= 0)).toEqual([]);
+    } finally {
+      redis.disconnect();
+      await t.close();
+    }
+  });
+});
