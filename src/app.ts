@@ -17,6 +17,7 @@ import { createUserStore } from './accounts/user-store.js';
 import type { UserStore } from './accounts/user-store.js';
 import { createClientStore } from './clients/client-store.js';
 import type { ClientStore } from './clients/client-store.js';
+import { createClientSettings } from './clients/client-settings.js';
 import { verifyClientSecret } from './clients/secret.js';
 import { openDatabase } from './store/database.js';
 import type { Database } from './store/database.js';
@@ -39,7 +40,12 @@ import { staticAssets } from './http/static-assets.js';
 import { createErrorResponder } from './ui/error-page.js';
 import { interactionRoutes } from './ui/interactions.js';
 import { registerRoutes } from './ui/register.js';
+import { settingsRoutes } from './ui/settings.js';
 import { createViews, VIEWS_DIR } from './ui/views.js';
+import { providerEvents } from './webhooks/provider-events.js';
+import { createWebhookService } from './webhooks/webhook-service.js';
+import type { WebhookService } from './webhooks/webhook-service.js';
+import { WEBHOOKS_PATH, webhooksApi } from './webhooks/webhooks-api.js';
 
 export interface App {
   readonly koa: Koa;
@@ -48,6 +54,7 @@ export interface App {
   readonly redis: Redis | undefined;
   readonly users: UserStore;
   readonly clients: ClientStore;
+  readonly webhooks: WebhookService;
   callback(): http.RequestListener;
   close(): Promise<void>;
 }
@@ -73,7 +80,17 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
   const users = createUserStore(db.prisma);
   const clients = createClientStore(db.prisma);
   const views = createViews();
-  const respondError = createErrorResponder(views, new Set([ROUTES.token, ROUTES.userinfo]));
+  const respondError = createErrorResponder(views, new Set([ROUTES.token, ROUTES.userinfo, WEBHOOKS_PATH]));
+  const clock = () => new Date();
+  const webhooks = createWebhookService({
+    prisma: db.prisma,
+    clock,
+    policy: { httpsOnly: config.production, allowPrivate: config.webhookAllowPrivateNetworks },
+    retryBaseMs: config.webhookRetryBaseMs,
+    usernameOf: async (accountId) => (await users.findById(accountId))?.username,
+    log: (error) => log(error),
+  });
+  const clientSettings = createClientSettings(webhooks);
 
   const provider = createProvider({
     config,
@@ -91,6 +108,7 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
     verifyClientSecret,
   });
   provider.on('server_error', (ctx, error) => log(error, ctx));
+  const tokenEvents = providerEvents({ provider, raise: webhooks.raise, log: (error) => log(error) });
 
   const body = koaBody({
     multipart: false, urlencoded: true, json: true, text: false, jsonStrict: true,
@@ -108,9 +126,18 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
     }))
     .use(staticAssets(VIEWS_DIR))
     .use(registerRoutes({ clients, views, body }).routes())
-    .use(interactionRoutes({ provider, users, views, body }).routes())
+    .use(settingsRoutes({ findClient: clients.find, settings: clientSettings, webhooks, views, body, clock }).routes())
+    .use(webhooksApi({ findClient: clients.find, webhooks, body }).routes())
+    .use(interactionRoutes({
+      provider, users, views, body,
+      onDecision: (d) => webhooks.raise(d.granted ? 'authorization.granted' : 'authorization.denied', {
+        client_id: d.clientId, client_name: d.clientName, account_id: d.accountId, ...(d.granted ? { scope: d.scope } : {}),
+      }),
+    }).routes())
     .use(specGlue({ answerUntrusted: respondError }))
+    .use(tokenEvents.settle)
     .use(mount(provider));
+  webhooks.start();
 
   return {
     koa,
@@ -119,8 +146,10 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
     redis,
     users,
     clients,
+    webhooks,
     callback: () => koa.callback(),
     async close() {
+      await webhooks.stop(); // aborts attempts in flight and releases their claims
       memory?.close();
       redis?.disconnect();
       await db.close();
