@@ -17,7 +17,7 @@ export interface Hit {
   receivedAt: number;
 }
 
-export type Answer = number | 'hang' | { status: number; headers: Record<string, string> };
+export type Answer = number | 'hang' | { status: number; headers?: Record<string, string>; delayMs?: number };
 
 export interface Receiver {
   readonly origin: string;
@@ -71,7 +71,7 @@ export async function startReceiver(port = 0): Promise<Receiver> {
       } else if (typeof answer === 'number') {
         res.writeHead(answer).end();
       } else {
-        res.writeHead(answer.status, answer.headers).end();
+        setTimeout(() => res.writeHead(answer.status, answer.headers ?? {}).end(), answer.delayMs ?? 0);
       }
       for (const waiter of [...waiters]) {
         if (waiter.match(hit)) {
