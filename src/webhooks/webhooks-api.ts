@@ -98,17 +98,18 @@ export function webhooksApi({ findClient, webhooks, body }: WebhooksApiDependenc
       ctx.body = { webhooks: (await webhooks.store.list(client.clientId)).map(endpointView) };
       return;
     }
+    if (action !== undefined && action !== 'deliveries') {
+      throw new ServiceError('invalid_request', 'action must be deliveries (GET), or test, enable or disable (POST)');
+    }
     const endpoint = await webhooks.store.find(client.clientId, id);
     if (!endpoint) throw notFound();
     if (action === undefined) {
       ctx.body = endpointView(endpoint);
-    } else if (action === 'deliveries') {
-      const limit = Number(query(ctx, 'limit') ?? 50);
-      if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw new ServiceError('invalid_request', 'limit must be a whole number from 1 to 100');
-      ctx.body = { deliveries: (await webhooks.deliveries(client.clientId, endpoint.id, limit)).map(deliveryView) };
-    } else {
-      throw new ServiceError('invalid_request', 'action must be deliveries (GET), or test, enable or disable (POST)');
+      return;
     }
+    const limit = Number(query(ctx, 'limit') ?? 50);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw new ServiceError('invalid_request', 'limit must be a whole number from 1 to 100');
+    ctx.body = { deliveries: (await webhooks.deliveries(client.clientId, endpoint.id, limit)).map(deliveryView) };
   }));
 
   // Credentials before the body: a stranger learns nothing from how a body is parsed.
@@ -132,16 +133,17 @@ export function webhooksApi({ findClient, webhooks, body }: WebhooksApiDependenc
       ctx.body = { ...endpointView(endpoint), secret };
       return;
     }
+    if (action !== 'test' && action !== 'enable' && action !== 'disable') {
+      throw new ServiceError('invalid_request', 'action must be test, enable or disable');
+    }
     if (action === 'test') {
       const sent = await webhooks.sendTest({ clientId: client.clientId, clientName: client.clientName }, id);
       if (!sent) throw notFound();
       ctx.status = 202;
       ctx.body = { event_id: sent.eventId, delivery_id: sent.messageId };
-    } else if (action === 'enable' || action === 'disable') {
+    } else {
       if (!await webhooks.store.setEnabled(client.clientId, id, action === 'enable')) throw notFound();
       ctx.body = endpointView((await webhooks.store.find(client.clientId, id))!);
-    } else {
-      throw new ServiceError('invalid_request', 'action must be test, enable or disable');
     }
   }));
 
