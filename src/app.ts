@@ -18,6 +18,7 @@ import { createUserStore } from './accounts/user-store.js';
 import type { UserStore } from './accounts/user-store.js';
 import { createClientStore } from './clients/client-store.js';
 import type { ClientStore } from './clients/client-store.js';
+import { createClientSettings } from './clients/client-settings.js';
 import { verifyClientSecret } from './clients/secret.js';
 import { openDatabase } from './store/database.js';
 import type { Database } from './store/database.js';
@@ -46,7 +47,13 @@ import { applicationsRoutes } from './ui/applications.js';
 import { createErrorResponder } from './ui/error-page.js';
 import { interactionRoutes } from './ui/interactions.js';
 import { registerRoutes } from './ui/register.js';
+import { settingsRoutes } from './ui/settings.js';
 import { createViews, VIEWS_DIR } from './ui/views.js';
+import { revocationAnnouncer } from './webhooks/application-events.js';
+import { providerEvents } from './webhooks/provider-events.js';
+import { createWebhookService } from './webhooks/webhook-service.js';
+import type { WebhookService } from './webhooks/webhook-service.js';
+import { WEBHOOKS_PATH, webhooksApi } from './webhooks/webhooks-api.js';
 
 export interface App {
   readonly koa: Koa;
@@ -55,6 +62,7 @@ export interface App {
   readonly redis: Redis | undefined;
   readonly users: UserStore;
   readonly clients: ClientStore;
+  readonly webhooks: WebhookService;
   callback(): http.RequestListener;
   close(): Promise<void>;
 }
@@ -89,7 +97,17 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
   };
   const tokenByClient = limiter('token-client', config.tokenRateLimitPerMinute, 60);
   const guard = createLoginGuard(limiter);
-  const respondError = createErrorResponder(views, new Set([ROUTES.token, ROUTES.userinfo, ROUTES.revocation, ROUTES.introspection]));
+  const respondError = createErrorResponder(views, new Set([ROUTES.token, ROUTES.userinfo, ROUTES.revocation, ROUTES.introspection, WEBHOOKS_PATH]));
+  const clock = () => new Date();
+  const webhooks = createWebhookService({
+    prisma: db.prisma,
+    clock,
+    policy: { httpsOnly: config.production, allowPrivate: config.webhookAllowPrivateNetworks },
+    retryBaseMs: config.webhookRetryBaseMs,
+    usernameOf: async (accountId) => (await users.findById(accountId))?.username,
+    log: (error) => log(error),
+  });
+  const clientSettings = createClientSettings(webhooks);
 
   const provider = createProvider({
     config,
@@ -107,6 +125,7 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
     verifyClientSecret,
   });
   provider.on('server_error', (ctx, error) => log(error, ctx));
+  const tokenEvents = providerEvents({ provider, raise: webhooks.raise, log: (error) => log(error) });
   const cleanup = startCleanup(db.prisma, { log: (error) => log(error) });
 
   const body = koaBody({
@@ -127,10 +146,16 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
     .use(staticAssets(VIEWS_DIR))
     .use(rateLimit(limits)) // everything below is limited; nothing is parsed or looked up before it
     .use(registerRoutes({ clients, views, body }).routes())
-    .use(interactionRoutes({ provider, users, guard, views, body }).routes())
+    .use(settingsRoutes({ findClient: clients.find, settings: clientSettings, webhooks, views, body, clock }).routes())
+    .use(webhooksApi({ findClient: clients.find, webhooks, body }).routes())
+    .use(interactionRoutes({
+      provider, users, guard, views, body,
+      onDecision: (d) => webhooks.raise(d.granted ? 'authorization.granted' : 'authorization.denied', {
+        client_id: d.clientId, client_name: d.clientName, account_id: d.accountId, ...(d.granted ? { scope: d.scope } : {}),
+      }),
+    }).routes())
     .use(applicationsRoutes({
-      // onApplicationRevoked: for webhooks (`token.revoked`) once they exist.
-      apps: createAuthorizedApps({ prisma: db.prisma }),
+      apps: createAuthorizedApps({ prisma: db.prisma, withEvents: revocationAnnouncer(webhooks) }),
       findUser: users.findById,
       authenticate: users.authenticate,
       guard,
@@ -143,7 +168,9 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
       admitClient: clientRateLimit(tokenByClient),
       usernameOf: async (id) => (await users.findById(id))?.username,
     }))
+    .use(tokenEvents.settle)
     .use(mount(provider));
+  webhooks.start();
 
   return {
     koa,
@@ -152,9 +179,10 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
     redis,
     users,
     clients,
+    webhooks,
     callback: () => koa.callback(),
     async close() {
-      await cleanup.stop();
+      await Promise.all([cleanup.stop(), webhooks.stop()]); // stop() aborts attempts in flight and releases their claims
       memory?.close();
       redis?.disconnect();
       await db.close();

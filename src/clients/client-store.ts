@@ -21,7 +21,8 @@ export interface ClientStore {
 
 const MAX_NAME_LENGTH = 100;
 
-function validName(value: unknown): string {
+/** The trimmed name, or a {@link ClientInputError} saying what is wrong. */
+export function validName(value: unknown): string {
   if (typeof value !== 'string' || value.trim() === '') throw new ClientInputError('client_name is required');
   const name = value.trim();
   if (name.length > MAX_NAME_LENGTH) throw new ClientInputError(`client_name must be at most ${MAX_NAME_LENGTH} characters`);
@@ -30,7 +31,8 @@ function validName(value: unknown): string {
   return name;
 }
 
-function validRedirectUri(value: unknown): string {
+/** The redirect URI as registered, or a {@link ClientInputError} (rules in redirect-uri.ts). */
+export function validRedirectUri(value: unknown): string {
   if (typeof value !== 'string' || value.trim() === '') throw new ClientInputError('redirect_uri is required');
   const problem = redirectUriProblem(value);
   if (problem) throw new ClientInputError(problem);

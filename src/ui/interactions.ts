@@ -24,9 +24,20 @@ export interface InteractionDependencies {
   guard: LoginGuard;
   views: Views;
   body: Middleware;
+  /** Told of each approval or refusal (webhooks: authorization.granted / .denied). */
+  onDecision: (decision: AuthorizationDecision) => Promise<void>;
 }
 
-export function interactionRoutes({ provider, users, guard, views, body }: InteractionDependencies): Router {
+export interface AuthorizationDecision {
+  granted: boolean;
+  clientId: string;
+  clientName: string;
+  /** Absent when the user cancelled at the login page. */
+  accountId: string | undefined;
+  scope: string | undefined;
+}
+
+export function interactionRoutes({ provider, users, guard, views, body, onDecision }: InteractionDependencies): Router {
   const router = new Router({ prefix: '/interaction/:uid' });
 
   async function details(ctx: Context, expected?: 'login' | 'consent') {
@@ -70,7 +81,7 @@ export function interactionRoutes({ provider, users, guard, views, body }: Inter
 
   router.post('/confirm', body, async (ctx) => {
     checkCsrf(ctx);
-    const { interaction } = await details(ctx, 'consent');
+    const { interaction, clientName } = await details(ctx, 'consent');
     const { prompt: { details: missing }, params, session, grantId } = interaction;
     const grant = grantId
       ? await provider.Grant.find(grantId)
@@ -81,13 +92,16 @@ export function interactionRoutes({ provider, users, guard, views, body }: Inter
     for (const [indicator, scopes] of Object.entries((missing.missingResourceScopes ?? {}) as Record<string, string[]>)) {
       grant.addResourceScope(indicator, scopes.join(' '));
     }
-    await finish(ctx, { consent: { grantId: await grant.save() } }, true);
+    const savedGrantId = await grant.save();
+    await onDecision({ granted: true, clientId: String(params.client_id), clientName, accountId: session!.accountId, scope: grant.getOIDCScope() });
+    await finish(ctx, { consent: { grantId: savedGrantId } }, true);
   });
 
   // Cancel on the login page and Deny on the consent page. @see RFC 6749 §4.1.2.1 (access_denied)
   router.post('/abort', body, async (ctx) => {
     checkCsrf(ctx);
-    await details(ctx);
+    const { interaction, clientName } = await details(ctx);
+    await onDecision({ granted: false, clientId: String(interaction.params.client_id), clientName, accountId: interaction.session?.accountId, scope: undefined });
     await finish(ctx, { error: 'access_denied', error_description: 'the user denied the request' }, false);
   });
 

@@ -62,7 +62,7 @@ export class Browser {
   }
 
   /** One request, no redirect following. */
-  async request(target: string, init: { method?: string; form?: Record<string, string>; headers?: Record<string, string> } = {}): Promise<Step> {
+  async request(target: string, init: { method?: string; form?: Record<string, string | string[]>; headers?: Record<string, string> } = {}): Promise<Step> {
     const url = new URL(target, this.baseUrl);
     const proxied = this.proxy && url.origin === new URL(this.baseUrl).origin;
     const headers: Record<string, string> = { accept: 'text/html', ...(proxied ? this.proxy!.headers : {}), ...init.headers };
@@ -71,7 +71,8 @@ export class Browser {
     let body: string | undefined;
     if (init.form) {
       headers['content-type'] = 'application/x-www-form-urlencoded';
-      body = new URLSearchParams(init.form).toString();
+      // A list is a repeated field (checkboxes sharing a name).
+      body = new URLSearchParams(Object.entries(init.form).flatMap(([name, value]) => [value].flat().map((v): [string, string] => [name, v]))).toString();
     }
     const res = await fetch(proxied ? new URL(`${url.pathname}${url.search}`, this.proxy!.origin) : url, { method: init.method ?? (body ? 'POST' : 'GET'), headers, body, redirect: 'manual' });
     this.store(url, res.headers);

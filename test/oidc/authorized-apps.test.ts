@@ -1,7 +1,7 @@
 /**
  * The authorized-applications store: a user's revocation of a client ends every grant the
- * user gave it, with all their tokens, in one statement, and reports what it ended to
- * `onApplicationRevoked` (the webhooks' `token.revoked`).
+ * user gave it, with all their tokens, in one statement, and announces what it ended in
+ * the same transaction (the webhooks' `token.revoked`).
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { createAuthorizedApps } from '../../src/oidc/authorized-apps.js';
@@ -24,7 +24,10 @@ describe('createAuthorizedApps', () => {
 
   test('revoke ends every grant of the user to the client, deletes their rows and reports them once', async () => {
     const events: ApplicationRevoked[] = [];
-    const apps = createAuthorizedApps({ prisma: t.app.db.prisma, onApplicationRevoked: (event) => { events.push(event); } });
+    const apps = createAuthorizedApps({
+      prisma: t.app.db.prisma,
+      withEvents: (change) => t.app.db.prisma.$transaction((tx) => change(tx, async (event) => { events.push(event); })),
+    });
     const user = await createUser(t);
     const accountId = await accountIdOf(user.username);
     const first = await obtainTokens(t, client, user);
@@ -40,7 +43,7 @@ describe('createAuthorizedApps', () => {
 
     const grantIds = await apps.revoke(accountId, client.client_id);
     expect(grantIds.sort()).toEqual(expected);
-    expect(events).toEqual([{ clientId: client.client_id, accountId, grantIds }]);
+    expect(events).toEqual([{ clientId: client.client_id, clientName: 'Calendar', accountId, username: user.username, grantIds }]);
     expect(await prisma.oidcModel.count({ where: { OR: [{ id: { in: expected } }, { grantId: { in: expected } }] } })).toBe(0);
     expect((await userinfo(t, `Bearer ${first.access_token}`)).status).toBe(401);
     expect(await apps.list(accountId)).toEqual([]);

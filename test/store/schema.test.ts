@@ -92,8 +92,39 @@ describe('every model through the generated client', () => {
     expect(await prisma.oidcModel.deleteMany({ where: { id } })).toEqual({ count: 1 });
   });
 
+  test('WebhookEndpoint and WebhookDelivery: create with defaults, text[] and JSON, read, update; deleting a client removes both', async () => {
+    const clientId = randomUUID();
+    await prisma.client.create({ data: { clientId, clientSecretHash: 'a'.repeat(64), clientName: 'App', redirectUri: 'https://app.example/cb' } });
+    const endpoint = await prisma.webhookEndpoint.create({
+      data: { id: `ep_${clientId}`, clientId, url: 'https://app.example/hook', events: ['token.issued', 'client.updated'], secret: 'whsec_x' },
+    });
+    expect(endpoint).toEqual({
+      id: `ep_${clientId}`, clientId, url: 'https://app.example/hook', events: ['token.issued', 'client.updated'], secret: 'whsec_x',
+      enabled: true, disabledReason: null, createdAt: expect.any(Date),
+    });
+    expect(await prisma.webhookEndpoint.findMany({ where: { events: { has: 'client.updated' }, clientId } })).toEqual([endpoint]);
+
+    const payload = { id: 'evt_1', type: 'token.issued', created_at: new Date().toISOString(), data: { client_id: clientId, client_name: 'App' } };
+    const delivery = await prisma.webhookDelivery.create({
+      data: { id: `msg_${clientId}`, endpointId: endpoint.id, eventId: 'evt_1', eventType: 'token.issued', payload, nextAttemptAt: new Date() },
+    });
+    expect(delivery).toEqual({
+      id: `msg_${clientId}`, endpointId: endpoint.id, eventId: 'evt_1', eventType: 'token.issued', payload, status: 'pending', attempts: 0,
+      nextAttemptAt: expect.any(Date), leaseOwner: null, leaseExpiresAt: null, lastAttemptAt: null, lastStatusCode: null,
+      lastError: null, deliveredAt: null, createdAt: expect.any(Date),
+    });
+    const updated = await prisma.webhookDelivery.update({
+      where: { id: delivery.id }, data: { status: 'delivered', attempts: { increment: 1 }, lastStatusCode: 204, deliveredAt: new Date() },
+    });
+    expect(updated).toMatchObject({ status: 'delivered', attempts: 1, lastStatusCode: 204 });
+
+    await prisma.client.delete({ where: { clientId } });
+    expect(await prisma.webhookEndpoint.findUnique({ where: { id: endpoint.id } })).toBeNull();
+    expect(await prisma.webhookDelivery.findUnique({ where: { id: delivery.id } })).toBeNull();
+  });
+
   test('the tests above cover every model the client knows', () => {
-    expect(Object.values(Prisma.ModelName).sort()).toEqual(['Client', 'OidcModel', 'User']);
+    expect(Object.values(Prisma.ModelName).sort()).toEqual(['Client', 'OidcModel', 'User', 'WebhookDelivery', 'WebhookEndpoint']);
   });
 });
 

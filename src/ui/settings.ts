@@ -1,0 +1,154 @@
+/**
+ * `/api/settings.php`: the application settings page. A client signs in with its client_id
+ * and client_secret, then changes its name and redirect URI, rotates its secret, manages its
+ * webhook endpoints, reads their recent deliveries and sends test events. Every form is
+ * CSRF-protected and posts to this path with `?action=…` (and `&id=ep_…` for one endpoint);
+ * plain changes redirect back (303), and a new secret is shown on the response itself, once.
+ */
+import Router from '@koa/router';
+import type { Context, Middleware } from 'koa';
+import { ServiceError } from '../errors.js';
+import type { Client } from '../generated/prisma/client.js';
+import { authenticateClient } from '../clients/client-auth.js';
+import type { ClientSettings } from '../clients/client-settings.js';
+import { ClientInputError } from '../clients/client-store.js';
+import { EVENT_CATALOGUE, EVENT_TYPES } from '../webhooks/events.js';
+import type { WebhookService } from '../webhooks/webhook-service.js';
+import { WebhookInputError } from '../webhooks/webhook-service.js';
+import { checkCsrf, csrfToken } from './csrf.js';
+import { field } from './form.js';
+import { endSettingsSession, readSettingsSession, SETTINGS_PATH, startSettingsSession } from './settings-session.js';
+import type { Views } from './views.js';
+
+export interface SettingsDependencies {
+  findClient: (clientId: string) => Promise<Client | null>;
+  settings: ClientSettings;
+  webhooks: WebhookService;
+  views: Views;
+  body: Middleware;
+  clock: () => Date;
+}
+
+/** Messages for `?done=…` after a redirect. */
+const NOTICES: Record<string, string> = {
+  signed_in: 'Signed in.',
+  saved: 'Saved. Subscribed webhooks received client.updated.',
+  unchanged: 'Nothing changed.',
+  deleted: 'Webhook endpoint removed.',
+  enabled: 'Webhook endpoint enabled.',
+  disabled: 'Webhook endpoint disabled; its pending deliveries were cancelled.',
+  test_sent: 'Test event queued; it appears under Recent deliveries.',
+};
+
+type Extra = { error?: string; notice?: string; newClientSecret?: string; newWebhook?: { url: string; secret: string }; form?: Record<string, unknown> };
+
+export function settingsRoutes(deps: SettingsDependencies): Router {
+  const { views, webhooks, clock } = deps;
+  const router = new Router();
+
+  function signInPage(ctx: Context, locals: { error?: string; clientId?: string; notice?: string } = {}, status = 200) {
+    ctx.set('Cache-Control', 'no-store');
+    views.respond(ctx, 'settings-signin', { title: 'Application settings', csrf: csrfToken(ctx), clientId: '', ...locals }, status);
+  }
+
+  async function settingsPage(ctx: Context, client: Client, extra: Extra = {}, status = 200) {
+    ctx.set('Cache-Control', 'no-store');
+    views.respond(ctx, 'settings', {
+      title: 'Application settings',
+      wide: true,
+      csrf: csrfToken(ctx),
+      client,
+      endpoints: await webhooks.store.list(client.clientId),
+      deliveries: await webhooks.deliveries(client.clientId, undefined, 20),
+      eventTypes: EVENT_TYPES.map((type) => ({ type, id: `event_${type.replace('.', '_')}`, when: EVENT_CATALOGUE[type].when })),
+      form: {},
+      ...extra,
+    }, status);
+  }
+
+  router.get(SETTINGS_PATH, async (ctx) => {
+    const client = await readSettingsSession(ctx, deps.findClient, clock());
+    if (!client) return signInPage(ctx);
+    const done = typeof ctx.query.done === 'string' ? NOTICES[ctx.query.done] : undefined;
+    return settingsPage(ctx, client, done ? { notice: done } : {});
+  });
+
+  router.post(SETTINGS_PATH, deps.body, async (ctx) => {
+    if (!ctx.is('urlencoded')) throw new ServiceError('invalid_request', 'send the form as application/x-www-form-urlencoded', 415);
+    checkCsrf(ctx);
+    const action = typeof ctx.query.action === 'string' ? ctx.query.action : '';
+    const id = typeof ctx.query.id === 'string' ? ctx.query.id : '';
+    const back = (done: string) => { ctx.status = 303; ctx.redirect(`${SETTINGS_PATH}?done=${done}`); };
+
+    if (action === 'sign_in') {
+      const clientId = field(ctx, 'client_id').trim();
+      const client = await authenticateClient(deps.findClient, clientId, field(ctx, 'client_secret'));
+      if (!client) return signInPage(ctx, { clientId, error: 'Unknown client_id or wrong client_secret.' }, 401);
+      startSettingsSession(ctx, client, clock());
+      return back('signed_in');
+    }
+    const client = await readSettingsSession(ctx, deps.findClient, clock());
+    if (!client) return signInPage(ctx, { error: 'Your settings session has ended (it lasts 15 minutes and ends when the secret is rotated). Sign in again.' }, 401);
+
+    try {
+      switch (action) {
+        case 'sign_out':
+          endSettingsSession(ctx);
+          return signInPage(ctx, { notice: 'Signed out.' });
+        case 'update_client': {
+          const { changed } = await deps.settings.update(client.clientId, { clientName: field(ctx, 'client_name'), redirectUri: field(ctx, 'redirect_uri') });
+          return back(changed.length ? 'saved' : 'unchanged');
+        }
+        case 'rotate_secret': {
+          const rotated = await deps.settings.rotateSecret(client.clientId);
+          startSettingsSession(ctx, rotated.client, clock()); // this browser stays signed in; others end
+          return await settingsPage(ctx, rotated.client, { newClientSecret: rotated.clientSecret });
+        }
+        case 'add_webhook': {
+          const events = eventsField(ctx);
+          const { endpoint, secret } = await webhooks.addEndpoint(client.clientId, { url: field(ctx, 'url'), events });
+          return await settingsPage(ctx, client, { newWebhook: { url: endpoint.url, secret } }, 201);
+        }
+        case 'delete_webhook':
+          if (!await webhooks.store.remove(client.clientId, id)) throw new ServiceError('not_found', 'This application has no webhook endpoint with that id.');
+          return back('deleted');
+        case 'enable_webhook':
+        case 'disable_webhook':
+          if (!await webhooks.store.setEnabled(client.clientId, id, action === 'enable_webhook')) {
+            throw new ServiceError('not_found', 'This application has no webhook endpoint with that id.');
+          }
+          return back(action === 'enable_webhook' ? 'enabled' : 'disabled');
+        case 'test_webhook':
+          if (!await webhooks.sendTest({ clientId: client.clientId, clientName: client.clientName }, id)) {
+            throw new ServiceError('not_found', 'This application has no webhook endpoint with that id.');
+          }
+          return back('test_sent');
+        default:
+          throw new ServiceError('invalid_request', `Unknown settings action "${action}".`);
+      }
+    } catch (error) {
+      if (!(error instanceof ClientInputError) && !(error instanceof WebhookInputError)) throw error;
+      const form = (ctx.request as { body?: Record<string, unknown> }).body ?? {};
+      return settingsPage(ctx, client, { error: error.message, form: { ...form, events: eventsOrEmpty(ctx) } }, 400);
+    }
+  });
+
+  return router;
+}
+
+/** The checked `events` boxes: one value arrives as a string, several as a list. */
+function eventsField(ctx: Context): string[] {
+  const value = (ctx.request as { body?: Record<string, unknown> }).body?.events;
+  if (value === undefined || value === '') return [];
+  if (typeof value === 'string') return [value];
+  if (Array.isArray(value) && value.every((v) => typeof v === 'string')) return value as string[];
+  throw new WebhookInputError('events must be a list of event types');
+}
+
+function eventsOrEmpty(ctx: Context): string[] {
+  try {
+    return eventsField(ctx);
+  } catch {
+    return [];
+  }
+}

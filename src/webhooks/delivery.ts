@@ -1,0 +1,147 @@
+/**
+ * The delivery worker, one per app process. It claims due messages from the outbox, sends
+ * each (signed afresh, see signing.ts), and records the outcome: 2xx delivered; 410 disables
+ * the endpoint; anything else is retried on the schedule of retry-schedule.ts, then failed.
+ * It wakes at once when this process raises an event, and otherwise when the next pending
+ * message falls due, at least every `pollMs` (other instances' events, expired leases).
+ *
+ * @example const worker = createDeliveryWorker({ outbox, clock, ... }); worker.start(); await worker.stop();
+ */
+import { randomUUID } from 'node:crypto';
+import type { Claimed, Outbox, Outcome } from './outbox.js';
+import { retryDelayMs } from './retry-schedule.js';
+import type { AttemptResult } from './send.js';
+import { signedHeaders } from './signing.js';
+import type { NetworkPolicy } from './ssrf-guard.js';
+
+export interface DeliveryWorker {
+  start(): void;
+  /** Runs a cycle now (an event was just written). */
+  wake(): void;
+  /** Stops claiming, aborts attempts in flight and gives their messages back. */
+  stop(): Promise<void>;
+}
+
+export interface WorkerDependencies {
+  outbox: Outbox;
+  clock: () => Date;
+  policy: NetworkPolicy;
+  retryBaseMs: number;
+  send: (request: { url: string; body: string; headers: Record<string, string> }, policy: NetworkPolicy, timeoutMs: number, signal: AbortSignal) => Promise<AttemptResult>;
+  log: (error: unknown) => void;
+  /** The whole attempt's time limit. */
+  attemptTimeoutMs?: number;
+  pollMs?: number;
+  concurrency?: number;
+}
+
+/** The body: the event with its fields in the documented order (jsonb reorders keys). */
+export function eventBody(event: Claimed['payload']): string {
+  return JSON.stringify({ id: event.id, type: event.type, created_at: event.created_at, data: event.data });
+}
+
+/** Decides what an attempt's result means for the message. */
+export function outcomeOf(result: AttemptResult, attempts: number, retryBaseMs: number, now: Date): Outcome {
+  const { statusCode } = result;
+  if (statusCode !== undefined && statusCode >= 200 && statusCode < 300) return { status: 'delivered', statusCode };
+  if (statusCode === 410) return { status: 'gone', statusCode };
+  const error = result.error ?? `the endpoint answered ${statusCode}`;
+  const delay = retryDelayMs(attempts, retryBaseMs);
+  if (delay === undefined) return { status: 'failed', statusCode: statusCode ?? null, error };
+  return { status: 'pending', statusCode: statusCode ?? null, error, nextAttemptAt: new Date(now.getTime() + delay) };
+}
+
+export function createDeliveryWorker(deps: WorkerDependencies): DeliveryWorker {
+  const { outbox, clock, log } = deps;
+  const timeoutMs = deps.attemptTimeoutMs ?? 10_000;
+  const pollMs = deps.pollMs ?? 1000;
+  const concurrency = deps.concurrency ?? 8;
+  /** Longer than any attempt, so no other worker takes a message while it is being sent. */
+  const leaseMs = timeoutMs * 6;
+  const owner = randomUUID();
+  const inFlight = new Map<string, { abort: AbortController; done: Promise<void> }>();
+  let timer: NodeJS.Timeout | undefined;
+  let cycle: Promise<void> | undefined;
+  let again = false;
+  let started = false;
+  let stopped = false;
+
+  function schedule(delayMs: number) {
+    if (stopped) return;
+    clearTimeout(timer);
+    timer = setTimeout(run, Math.max(0, delayMs));
+    timer.unref();
+  }
+
+  function run() {
+    if (stopped) return;
+    if (cycle) {
+      again = true;
+      return;
+    }
+    cycle = claimAndSend()
+      .catch((error) => { log(error); })
+      .finally(() => {
+        cycle = undefined;
+        if (again) {
+          again = false;
+          schedule(0);
+        }
+      });
+  }
+
+  async function claimAndSend() {
+    const free = concurrency - inFlight.size;
+    if (free > 0) {
+      const now = clock();
+      const claimed = await outbox.claim(owner, free, now, new Date(now.getTime() + leaseMs));
+      if (stopped) return; // stop() releases what was just claimed
+      for (const message of claimed) launch(message);
+      if (claimed.length === free) again = true;
+    }
+    if (stopped) return;
+    const due = await outbox.nextDue();
+    const wait = due ? due.getTime() - clock().getTime() : pollMs;
+    // A message due now but not claimable (leased elsewhere, or all slots busy) is retried soon, not in a spin.
+    schedule(Math.min(pollMs, Math.max(inFlight.size >= concurrency ? pollMs : 25, wait)));
+  }
+
+  function launch(message: Claimed) {
+    const abort = new AbortController();
+    const done = attempt(message, abort.signal)
+      .catch((error) => { log(error); })
+      .finally(() => {
+        inFlight.delete(message.id);
+        run();
+      });
+    inFlight.set(message.id, { abort, done });
+  }
+
+  async function attempt(message: Claimed, signal: AbortSignal) {
+    const body = eventBody(message.payload);
+    const headers = signedHeaders(message.secret, message.id, clock(), body);
+    const result = await deps.send({ url: message.url, body, headers }, deps.policy, timeoutMs, signal);
+    if (stopped) return; // shutting down: the message is released untried, not counted
+    const now = clock();
+    await outbox.record(owner, message.id, outcomeOf(result, message.attempts + 1, deps.retryBaseMs, now), now);
+  }
+
+  return {
+    start() {
+      if (started || stopped) return;
+      started = true;
+      schedule(0);
+    },
+    wake() {
+      if (started) schedule(0);
+    },
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      for (const { abort } of inFlight.values()) abort.abort();
+      await cycle;
+      await Promise.allSettled([...inFlight.values()].map((flight) => flight.done));
+      if (started) await outbox.release(owner).catch(log);
+    },
+  };
+}

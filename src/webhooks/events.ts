@@ -1,0 +1,70 @@
+/**
+ * The event catalogue: every event a client can subscribe to, when it is raised and what its
+ * `data` holds. Payloads name the client and, where there is one, the user; they never carry
+ * secrets, tokens or codes (a grant is named by its id, which authorizes nothing).
+ *
+ * @example if (isEventType(name)) endpoint.events.push(name);
+ */
+
+/** Declared, not coded: README.md "Webhooks" documents the same table. */
+export const EVENT_CATALOGUE = {
+  'authorization.granted': {
+    when: 'a user approves an authorization request on the consent page',
+    data: ['client_id', 'client_name', 'username', 'scope'],
+  },
+  'authorization.denied': {
+    when: 'a user refuses an authorization request (Deny on the consent page, Cancel on the login page)',
+    data: ['client_id', 'client_name', 'username?'],
+  },
+  'token.issued': {
+    when: 'an authorization code is exchanged for tokens at the token endpoint',
+    data: ['client_id', 'client_name', 'username', 'grant_id', 'scope'],
+  },
+  'token.refreshed': {
+    when: 'a refresh token is exchanged for new tokens',
+    data: ['client_id', 'client_name', 'username', 'grant_id', 'scope'],
+  },
+  'token.revoked': {
+    when: 'a token or grant is revoked: RFC 7009 revocation, refresh-token reuse, code replay, a user revoking the application',
+    data: ['client_id', 'client_name', 'username?', 'grant_id', 'token_type', 'reason'],
+  },
+  'client.updated': {
+    when: 'the client name or redirect URI is changed in the settings',
+    data: ['client_id', 'client_name', 'redirect_uri', 'changed'],
+  },
+  'client.secret_rotated': {
+    when: 'the client secret is rotated in the settings (the old secret stops working)',
+    data: ['client_id', 'client_name'],
+  },
+  'webhook.test': {
+    when: 'a test event is requested for one endpoint (sent to that endpoint whatever it subscribes to)',
+    data: ['client_id', 'client_name', 'webhook_id'],
+  },
+} as const;
+
+export type EventType = keyof typeof EVENT_CATALOGUE;
+
+export const EVENT_TYPES = Object.keys(EVENT_CATALOGUE) as EventType[];
+
+export function isEventType(value: unknown): value is EventType {
+  return typeof value === 'string' && Object.hasOwn(EVENT_CATALOGUE, value);
+}
+
+/** Why a token.revoked event was raised. */
+export type RevocationReason = 'revocation_request' | 'refresh_token_reuse' | 'code_replay' | 'user_revoked' | 'grant_revoked';
+
+/** What every event's `data` holds; the rest depends on the type (see the catalogue). */
+export interface EventData {
+  client_id: string;
+  client_name: string;
+  username?: string;
+  [field: string]: unknown;
+}
+
+/** The body POSTed to an endpoint. @see https://www.standardwebhooks.com/ (payload structure) */
+export interface WebhookEvent {
+  id: string;
+  type: EventType;
+  created_at: string;
+  data: EventData;
+}

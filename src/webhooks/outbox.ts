@@ -1,0 +1,157 @@
+/**
+ * The durable outbox. Raising an event writes one row per subscribed, enabled endpoint (a
+ * "message", whose id is the `webhook-id` on every attempt), in the caller's transaction when
+ * there is one. Workers claim due rows with `FOR UPDATE SKIP LOCKED` and a lease longer than
+ * an attempt may take, so several instances never send the same attempt twice; a worker
+ * that dies mid-attempt leaves a lease that expires, and the row is tried again
+ * (at-least-once).
+ *
+ * @see https://microservices.io/patterns/data/transactional-outbox.html
+ */
+import { randomBytes } from 'node:crypto';
+import type { Prisma, PrismaClient } from '../generated/prisma/client.js';
+import type { EventType, WebhookEvent } from './events.js';
+import { PENDING } from './webhook-store.js';
+
+/** A Prisma client or an open transaction: whatever the caller's change is written with. */
+export type Writer = Prisma.TransactionClient | PrismaClient;
+
+export function newEventId(): string {
+  return `evt_${randomBytes(16).toString('base64url')}`;
+}
+
+function newMessageId(): string {
+  return `msg_${randomBytes(16).toString('base64url')}`;
+}
+
+/** Endpoints that receive `type` for a client (all enabled subscribers, or one named endpoint). */
+export function recipients(writer: Writer, clientId: string, type: EventType, endpointId?: string) {
+  return writer.webhookEndpoint.findMany({
+    where: endpointId ? { clientId, id: endpointId, enabled: true } : { clientId, enabled: true, events: { has: type } },
+    select: { id: true },
+  });
+}
+
+/** Writes the messages of `event` for `endpointIds`; returns their ids. */
+export async function enqueue(writer: Writer, event: WebhookEvent, endpointIds: string[], now: Date): Promise<string[]> {
+  const rows = endpointIds.map((endpointId) => ({
+    id: newMessageId(),
+    endpointId,
+    eventId: event.id,
+    eventType: event.type,
+    payload: event as unknown as Prisma.InputJsonValue,
+    nextAttemptAt: now,
+    createdAt: now,
+  }));
+  if (rows.length) await writer.webhookDelivery.createMany({ data: rows });
+  return rows.map((row) => row.id);
+}
+
+/** A message claimed for one attempt. */
+export interface Claimed {
+  id: string;
+  endpointId: string;
+  url: string;
+  secret: string;
+  payload: WebhookEvent;
+  attempts: number;
+}
+
+/** How an attempt ended, as the outbox records it. */
+export type Outcome =
+  | { status: 'delivered'; statusCode: number }
+  | { status: 'pending'; statusCode: number | null; error: string; nextAttemptAt: Date }
+  | { status: 'failed'; statusCode: number | null; error: string }
+  | { status: 'gone'; statusCode: 410 };
+
+export interface Outbox {
+  /** Leases up to `limit` due messages to `owner` until `leaseUntil`. */
+  claim(owner: string, limit: number, now: Date, leaseUntil: Date): Promise<Claimed[]>;
+  /** Records an attempt of a message this owner holds (no-op if its lease was lost). */
+  record(owner: string, id: string, outcome: Outcome, at: Date): Promise<void>;
+  /** Gives back every message this owner holds, untried (shutdown). */
+  release(owner: string): Promise<number>;
+  /** When the next pending message becomes claimable, if any. */
+  nextDue(): Promise<Date | undefined>;
+}
+
+export function createOutbox(prisma: PrismaClient): Outbox {
+  return {
+    async claim(owner, limit, now, leaseUntil) {
+      const rows = await prisma.$queryRaw<{ id: string; endpoint_id: string; url: string; secret: string; payload: WebhookEvent; attempts: number }[]>`
+        UPDATE webhook_deliveries d
+        SET lease_owner = ${owner}, lease_expires_at = ${leaseUntil}
+        FROM (
+          SELECT w.id FROM webhook_deliveries w
+          JOIN webhook_endpoints e ON e.id = w.endpoint_id
+          WHERE w.status = 'pending' AND e.enabled AND w.next_attempt_at <= ${now}
+            AND (w.lease_expires_at IS NULL OR w.lease_expires_at <= ${now})
+          ORDER BY w.next_attempt_at
+          LIMIT ${limit}
+          FOR UPDATE OF w SKIP LOCKED
+        ) due, webhook_endpoints e
+        WHERE d.id = due.id AND e.id = d.endpoint_id
+        RETURNING d.id, d.endpoint_id, e.url, e.secret, d.payload, d.attempts`;
+      return rows.map((row) => ({
+        id: row.id, endpointId: row.endpoint_id, url: row.url, secret: row.secret, payload: row.payload, attempts: Number(row.attempts),
+      }));
+    },
+
+    async record(owner, id, outcome, at) {
+      const held = { id, leaseOwner: owner };
+      const common = { attempts: { increment: 1 }, lastAttemptAt: at, leaseOwner: null, leaseExpiresAt: null };
+      switch (outcome.status) {
+        case 'delivered':
+          await prisma.webhookDelivery.updateMany({
+            where: held,
+            data: { ...common, status: 'delivered', deliveredAt: at, nextAttemptAt: null, lastStatusCode: outcome.statusCode, lastError: null },
+          });
+          return;
+        case 'pending':
+        case 'failed':
+          await prisma.webhookDelivery.updateMany({
+            where: held,
+            data: {
+              ...common, status: outcome.status, lastStatusCode: outcome.statusCode, lastError: outcome.error.slice(0, 500),
+              nextAttemptAt: outcome.status === 'pending' ? outcome.nextAttemptAt : null,
+            },
+          });
+          return;
+        case 'gone':
+          // 410 Gone: the receiver asks us to stop. Disable the endpoint and cancel what is pending.
+          await prisma.$transaction(async (tx) => {
+            const { count } = await tx.webhookDelivery.updateMany({
+              where: held,
+              data: { ...common, status: 'cancelled', nextAttemptAt: null, lastStatusCode: 410, lastError: 'the endpoint answered 410 Gone and was disabled' },
+            });
+            if (count === 0) return;
+            const message = await tx.webhookDelivery.findUniqueOrThrow({ where: { id }, select: { endpointId: true } });
+            await tx.webhookEndpoint.update({
+              where: { id: message.endpointId },
+              data: { enabled: false, disabledReason: `answered 410 Gone at ${at.toISOString()}` },
+            });
+            await tx.webhookDelivery.updateMany({
+              where: { endpointId: message.endpointId, status: PENDING },
+              data: { status: 'cancelled', nextAttemptAt: null, lastError: 'endpoint disabled after 410 Gone' },
+            });
+          });
+      }
+    },
+
+    async release(owner) {
+      const { count } = await prisma.webhookDelivery.updateMany({
+        where: { leaseOwner: owner },
+        data: { leaseOwner: null, leaseExpiresAt: null },
+      });
+      return count;
+    },
+
+    async nextDue() {
+      const [row] = await prisma.$queryRaw<{ due: Date | null }[]>`
+        SELECT min(GREATEST(w.next_attempt_at, COALESCE(w.lease_expires_at, w.next_attempt_at))) AS due
+        FROM webhook_deliveries w JOIN webhook_endpoints e ON e.id = w.endpoint_id
+        WHERE w.status = 'pending' AND e.enabled`;
+      return row?.due ? new Date(row.due) : undefined;
+    },
+  };
+}

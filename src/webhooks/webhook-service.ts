@@ -1,0 +1,140 @@
+/**
+ * Client webhooks as the rest of the app sees them: raise an event (alone, or inside the
+ * transaction of the change that caused it), manage a client's endpoints, read their
+ * delivery log, send a test event. Owns the delivery worker of this process.
+ *
+ * @example const webhooks = createWebhookService({ prisma, clock: () => new Date(), policy, retryBaseMs, usernameOf, log });
+ *          await webhooks.raise('token.issued', { client_id, client_name, account_id, grant_id, scope });
+ */
+import type { PrismaClient } from '../generated/prisma/client.js';
+import { createDeliveryWorker } from './delivery.js';
+import type { DeliveryWorker } from './delivery.js';
+import { EVENT_TYPES, isEventType } from './events.js';
+import type { EventData, EventType, WebhookEvent } from './events.js';
+import { createOutbox, enqueue, newEventId, recipients } from './outbox.js';
+import type { Writer } from './outbox.js';
+import { sendAttempt } from './send.js';
+import { generateSigningSecret } from './signing.js';
+import type { NetworkPolicy } from './ssrf-guard.js';
+import { webhookUrlProblem } from './ssrf-guard.js';
+import { createWebhookStore } from './webhook-store.js';
+import type { WebhookDelivery, WebhookEndpoint, WebhookStore } from './webhook-store.js';
+
+/** What a caller knows when raising: `account_id` is turned into `username`, never sent. */
+export interface RaiseData {
+  client_id: string;
+  client_name: string;
+  account_id?: string | undefined;
+  username?: string | undefined;
+  [field: string]: unknown;
+}
+
+/** Records an event for every subscribed endpoint; inside `withEvents`, in its transaction. */
+export type Raise = (type: EventType, data: RaiseData) => Promise<void>;
+
+export class WebhookInputError extends Error {
+  override name = 'WebhookInputError';
+}
+
+/** Endpoints a client may have. */
+export const MAX_ENDPOINTS = 10;
+
+export interface WebhookService {
+  readonly raise: Raise;
+  /**
+   * Runs `change` in one transaction with the events it raises; wakes the worker after commit.
+   * Inside it, raise with `username` rather than `account_id`: resolving an account reads outside
+   * the transaction, which waits on it where there is one connection (PGlite).
+   */
+  withEvents<T>(change: (tx: Writer, raise: Raise) => Promise<T>): Promise<T>;
+  readonly store: WebhookStore;
+  /** Validates and adds an endpoint; the signing secret is returned this once. */
+  addEndpoint(clientId: string, input: { url: unknown; events: unknown }): Promise<{ endpoint: WebhookEndpoint; secret: string }>;
+  /** Sends `webhook.test` to one endpoint; undefined when the client has no such endpoint. */
+  sendTest(client: { clientId: string; clientName: string }, endpointId: string): Promise<{ eventId: string; messageId: string } | undefined>;
+  deliveries(clientId: string, endpointId?: string, limit?: number): Promise<(WebhookDelivery & { endpoint: { url: string } })[]>;
+  start(): void;
+  stop(): Promise<void>;
+}
+
+export interface WebhookDependencies {
+  prisma: PrismaClient;
+  clock: () => Date;
+  policy: NetworkPolicy;
+  retryBaseMs: number;
+  usernameOf: (accountId: string) => Promise<string | undefined>;
+  log: (error: unknown) => void;
+}
+
+function validEvents(value: unknown): EventType[] {
+  if (!Array.isArray(value) || value.length === 0) throw new WebhookInputError('events must be a non-empty list of event types');
+  const unknown = (value as unknown[]).filter((type) => !isEventType(type));
+  if (unknown.length) {
+    throw new WebhookInputError(`unknown event type${unknown.length > 1 ? 's' : ''} ${unknown.map((u) => JSON.stringify(u)).join(', ')}; known: ${EVENT_TYPES.join(', ')}`);
+  }
+  return EVENT_TYPES.filter((type) => (value as unknown[]).includes(type)); // duplicates merged, catalogue order
+}
+
+export function createWebhookService(deps: WebhookDependencies): WebhookService {
+  const { prisma, clock } = deps;
+  const store = createWebhookStore(prisma);
+  const outbox = createOutbox(prisma);
+  const worker: DeliveryWorker = createDeliveryWorker({
+    outbox, clock, policy: deps.policy, retryBaseMs: deps.retryBaseMs, send: sendAttempt, log: deps.log,
+  });
+
+  /** Writes the event's messages; returns their ids (none when nobody subscribes). */
+  async function write(writer: Writer, type: EventType, data: RaiseData, endpointId?: string): Promise<{ event?: WebhookEvent; messageIds: string[] }> {
+    const endpoints = await recipients(writer, data.client_id, type, endpointId);
+    if (endpoints.length === 0) return { messageIds: [] };
+    const { account_id: accountId, username: given, ...rest } = data;
+    const username = given ?? (accountId ? await deps.usernameOf(accountId) : undefined);
+    const now = clock();
+    const event: WebhookEvent = {
+      id: newEventId(),
+      type,
+      created_at: now.toISOString(),
+      data: { ...rest, ...(username ? { username } : {}) } as EventData,
+    };
+    return { event, messageIds: await enqueue(writer, event, endpoints.map((e) => e.id), now) };
+  }
+
+  return {
+    store,
+    async raise(type, data) {
+      const { messageIds } = await write(prisma, type, data);
+      if (messageIds.length) worker.wake();
+    },
+    async withEvents(change) {
+      let raised = 0;
+      const result = await prisma.$transaction(async (tx) => change(tx, async (type, data) => {
+        raised += (await write(tx, type, data)).messageIds.length;
+      }));
+      if (raised) worker.wake();
+      return result;
+    },
+    async addEndpoint(clientId, input) {
+      if (typeof input.url !== 'string' || input.url.trim() === '') throw new WebhookInputError('url is required');
+      const url = input.url.trim();
+      const events = validEvents(input.events);
+      const problem = await webhookUrlProblem(url, deps.policy);
+      if (problem) throw new WebhookInputError(problem);
+      if (await store.count(clientId) >= MAX_ENDPOINTS) throw new WebhookInputError(`a client may have at most ${MAX_ENDPOINTS} webhook endpoints`);
+      const secret = generateSigningSecret();
+      return { endpoint: await store.create({ clientId, url, events, secret }), secret };
+    },
+    async sendTest(client, endpointId) {
+      const endpoint = await store.find(client.clientId, endpointId);
+      if (!endpoint) return undefined;
+      if (!endpoint.enabled) throw new WebhookInputError('this endpoint is disabled: enable it first');
+      const { event, messageIds } = await write(prisma, 'webhook.test', {
+        client_id: client.clientId, client_name: client.clientName, webhook_id: endpoint.id,
+      }, endpoint.id);
+      worker.wake();
+      return { eventId: event!.id, messageId: messageIds[0]! };
+    },
+    deliveries: (clientId, endpointId, limit = 50) => store.deliveries(clientId, { endpointId, limit }),
+    start: () => worker.start(),
+    stop: () => worker.stop(),
+  };
+}

@@ -1,0 +1,69 @@
+/**
+ * A client's webhook endpoints and the log of their deliveries. Every query is scoped by
+ * client_id, so one client can never see or change another's endpoints.
+ *
+ * @example const endpoints = await store.list(clientId);
+ */
+import { randomBytes } from 'node:crypto';
+import type { PrismaClient, WebhookDelivery, WebhookEndpoint } from '../generated/prisma/client.js';
+
+export type { WebhookDelivery, WebhookEndpoint };
+
+/** Deliveries that have not yet reached a final state (delivered, failed, cancelled). */
+export const PENDING = 'pending';
+
+export function newEndpointId(): string {
+  return `ep_${randomBytes(16).toString('base64url')}`;
+}
+
+export interface WebhookStore {
+  list(clientId: string): Promise<WebhookEndpoint[]>;
+  find(clientId: string, id: string): Promise<WebhookEndpoint | null>;
+  count(clientId: string): Promise<number>;
+  create(endpoint: { clientId: string; url: string; events: string[]; secret: string }): Promise<WebhookEndpoint>;
+  /** False when the client has no such endpoint. Its deliveries go with it. */
+  remove(clientId: string, id: string): Promise<boolean>;
+  /** Enables, or disables and cancels what is pending. False when the client has no such endpoint. */
+  setEnabled(clientId: string, id: string, enabled: boolean, reason?: string): Promise<boolean>;
+  /** The newest deliveries of one endpoint, or of all the client's endpoints. */
+  deliveries(clientId: string, options: { endpointId?: string; limit: number }): Promise<(WebhookDelivery & { endpoint: { url: string } })[]>;
+}
+
+/** Ids are ours (`ep_…`); anything else names nothing and need not reach the database. */
+const wellFormed = (id: string) => /^ep_[\w-]{1,64}$/.test(id);
+
+export function createWebhookStore(prisma: PrismaClient): WebhookStore {
+  return {
+    list: (clientId) => prisma.webhookEndpoint.findMany({ where: { clientId }, orderBy: { createdAt: 'asc' } }),
+    find: async (clientId, id) => (wellFormed(id) ? prisma.webhookEndpoint.findFirst({ where: { clientId, id } }) : null),
+    count: (clientId) => prisma.webhookEndpoint.count({ where: { clientId } }),
+    create: (endpoint) => prisma.webhookEndpoint.create({ data: { id: newEndpointId(), ...endpoint } }),
+    async remove(clientId, id) {
+      if (!wellFormed(id)) return false;
+      const { count } = await prisma.webhookEndpoint.deleteMany({ where: { clientId, id } });
+      return count === 1;
+    },
+    async setEnabled(clientId, id, enabled, reason) {
+      if (!wellFormed(id)) return false;
+      return prisma.$transaction(async (tx) => {
+        const { count } = await tx.webhookEndpoint.updateMany({
+          where: { clientId, id },
+          data: { enabled, disabledReason: enabled ? null : (reason ?? 'disabled in the settings') },
+        });
+        if (count === 1 && !enabled) {
+          await tx.webhookDelivery.updateMany({
+            where: { endpointId: id, status: PENDING },
+            data: { status: 'cancelled', nextAttemptAt: null, lastError: 'endpoint disabled' },
+          });
+        }
+        return count === 1;
+      });
+    },
+    deliveries: (clientId, { endpointId, limit }) => prisma.webhookDelivery.findMany({
+      where: { endpoint: { clientId, ...(endpointId ? { id: endpointId } : {}) } },
+      orderBy: [{ createdAt: 'desc' }, { id: 'asc' }],
+      take: limit,
+      include: { endpoint: { select: { url: true } } },
+    }),
+  };
+}
