@@ -6,9 +6,9 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import * as client from 'openid-client';
-import { Browser } from '../helpers/browser.js';
-import type { TestClient } from '../helpers/browser.js';
+import type { TestClient, TestUser } from '../helpers/browser.js';
 import { createUser, registerClient } from '../helpers/fixtures.js';
+import { authorizeWithPkce, discover } from '../helpers/openid-client.js';
 import { startTestApp } from '../helpers/test-app.js';
 import type { TestApp } from '../helpers/test-app.js';
 
@@ -17,27 +17,15 @@ describe('openid-client v6: refresh, introspection, revocation', () => {
   beforeAll(async () => { t = await startTestApp(); });
   afterAll(async () => { await t.close(); });
 
-  async function signIn(config: client.Configuration, registered: TestClient, user: { username: string; password: string }) {
-    const verifier = client.randomPKCECodeVerifier();
-    const state = client.randomState();
-    const url = client.buildAuthorizationUrl(config, {
-      redirect_uri: registered.redirect_uri,
-      code_challenge: await client.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-      state,
-    });
-    const redirect = await new Browser(t.baseUrl).authorize(registered, user, Object.fromEntries(url.searchParams));
+  async function signIn(config: client.Configuration, registered: TestClient, user: TestUser) {
+    const { redirect, verifier, state } = await authorizeWithPkce(t.baseUrl, config, registered, user);
     return client.authorizationCodeGrant(config, redirect, { pkceCodeVerifier: verifier, expectedState: state });
   }
 
   test.each(['post', 'basic'] as const)('client_secret_%s', async (auth) => {
     const user = await createUser(t);
     const registered = await registerClient(t);
-    const method = auth === 'post' ? client.ClientSecretPost(registered.client_secret) : client.ClientSecretBasic(registered.client_secret);
-    const config = await client.discovery(new URL(t.baseUrl), registered.client_id, registered.client_secret, method, {
-      algorithm: 'oauth2', // RFC 8414 metadata, not OpenID's
-      execute: [client.allowInsecureRequests], // the test server is plain http on localhost
-    });
+    const config = await discover(t.baseUrl, registered, auth, 'oauth2'); // RFC 8414 metadata, not OpenID's
     const metadata = config.serverMetadata();
     expect(metadata.revocation_endpoint).toBe(`${t.baseUrl}/api/revoke.php`);
     expect(metadata.introspection_endpoint).toBe(`${t.baseUrl}/api/introspect.php`);

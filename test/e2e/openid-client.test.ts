@@ -6,9 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import * as client from 'openid-client';
-import { Browser } from '../helpers/browser.js';
-import type { TestClient } from '../helpers/browser.js';
 import { createUser, registerClient } from '../helpers/fixtures.js';
+import { authorizeWithPkce, discover } from '../helpers/openid-client.js';
 import { startTestApp } from '../helpers/test-app.js';
 import type { TestApp } from '../helpers/test-app.js';
 
@@ -17,31 +16,9 @@ describe('openid-client v6', () => {
   beforeAll(async () => { t = await startTestApp(); });
   afterAll(async () => { await t.close(); });
 
-  function discover(registered: TestClient, auth: 'post' | 'basic' = 'post') {
-    const method = auth === 'post' ? client.ClientSecretPost(registered.client_secret) : client.ClientSecretBasic(registered.client_secret);
-    return client.discovery(new URL(t.baseUrl), registered.client_id, registered.client_secret, method, {
-      execute: [client.allowInsecureRequests], // the test server is plain http on localhost
-    });
-  }
-
-  /** Builds the authorization URL with PKCE S256 and state, walks login + consent, returns the redirect. */
-  async function authorizeWithPkce(config: client.Configuration, registered: TestClient, user: { username: string; password: string }) {
-    const verifier = client.randomPKCECodeVerifier();
-    const state = client.randomState();
-    const url = client.buildAuthorizationUrl(config, {
-      redirect_uri: registered.redirect_uri,
-      code_challenge: await client.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-      state,
-    });
-    expect(`${url.origin}${url.pathname}`).toBe(`${t.baseUrl}/api/authorize.php`);
-    const redirect = await new Browser(t.baseUrl).authorize(registered, user, Object.fromEntries(url.searchParams));
-    return { redirect, verifier, state };
-  }
-
   test('discovery advertises the spec paths and the RFC 9207 iss parameter', async () => {
     const registered = await registerClient(t);
-    const config = await discover(registered);
+    const config = await discover(t.baseUrl, registered);
     const metadata = config.serverMetadata();
     expect(metadata.issuer).toBe(t.baseUrl);
     expect(metadata.authorization_endpoint).toBe(`${t.baseUrl}/api/authorize.php`);
@@ -55,8 +32,9 @@ describe('openid-client v6', () => {
   test.each(['post', 'basic'] as const)('code grant with PKCE (client_secret_%s) and userinfo', async (auth) => {
     const user = await createUser(t, { email: 'oidc@example.com', fullName: 'Oidc Client User' });
     const registered = await registerClient(t);
-    const config = await discover(registered, auth);
-    const { redirect, verifier, state } = await authorizeWithPkce(config, registered, user);
+    const config = await discover(t.baseUrl, registered, auth);
+    const { url, redirect, verifier, state } = await authorizeWithPkce(t.baseUrl, config, registered, user);
+    expect(`${url.origin}${url.pathname}`).toBe(`${t.baseUrl}/api/authorize.php`);
     expect(redirect.searchParams.get('code')).toBeTruthy();
     expect(redirect.searchParams.get('iss')).toBe(t.baseUrl);
 
@@ -74,8 +52,8 @@ describe('openid-client v6', () => {
   test('a wrong code_verifier is refused with invalid_code', async () => {
     const user = await createUser(t);
     const registered = await registerClient(t);
-    const config = await discover(registered);
-    const { redirect, state } = await authorizeWithPkce(config, registered, user);
+    const config = await discover(t.baseUrl, registered);
+    const { redirect, state } = await authorizeWithPkce(t.baseUrl, config, registered, user);
 
     const error = await client
       .authorizationCodeGrant(config, redirect, { pkceCodeVerifier: client.randomPKCECodeVerifier(), expectedState: state })

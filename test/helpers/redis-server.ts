@@ -6,8 +6,8 @@
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import net from 'node:net';
 import { Redis } from 'ioredis';
+import { freePort } from './services.js';
 
 export interface RedisServer {
   readonly url: string;
@@ -19,14 +19,6 @@ export interface RedisServer {
   pause(): void;
   resume(): void;
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 async function answers(url: string): Promise<boolean> {

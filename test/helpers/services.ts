@@ -4,6 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
@@ -73,4 +74,13 @@ export function tempDataDir(label = 'oauth-test'): string {
 /** A Redis key prefix no other run uses. */
 export function testRedisPrefix(): string {
   return `test:${process.pid}:${randomBytes(4).toString('hex')}:`;
+}
+
+/** A TCP port free on 127.0.0.1 right now (for a process the test starts itself). */
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }

@@ -6,21 +6,12 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { buildDist, ROOT } from '../helpers/build.js';
-import { createTestDatabase, deleteRedisKeys, REDIS_URL, tempDataDir, testRedisPrefix } from '../helpers/services.js';
+import { createTestDatabase, deleteRedisKeys, freePort, REDIS_URL, tempDataDir, testRedisPrefix } from '../helpers/services.js';
 import type { TestDatabase } from '../helpers/services.js';
 
 interface Instance { readonly baseUrl: string; readonly child: ChildProcess; readonly dataDir: string; output: string }
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** Starts `node dist/main.js` as users do and waits for its start-up line. */
 async function startInstance(env: Record<string, string>): Promise<Instance> {
