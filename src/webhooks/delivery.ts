@@ -133,7 +133,11 @@ export function createDeliveryWorker(deps: WorkerDependencies): DeliveryWorker {
       schedule(0);
     },
     wake() {
-      if (started) schedule(0);
+      if (!started) return;
+      // A cycle under way may have claimed before the new message was committed, and its closing
+      // schedule() would replace a timer set now: have it run once more instead.
+      if (cycle) again = true;
+      else schedule(0);
     },
     async stop() {
       stopped = true;

@@ -64,6 +64,8 @@ export interface WebhookDependencies {
   retryBaseMs: number;
   usernameOf: (accountId: string) => Promise<string | undefined>;
   log: (error: unknown) => void;
+  /** Longest wait between outbox checks when nothing wakes the worker (default 1 s). */
+  pollMs?: number;
 }
 
 function validEvents(value: unknown): EventType[] {
@@ -81,6 +83,7 @@ export function createWebhookService(deps: WebhookDependencies): WebhookService 
   const outbox = createOutbox(prisma);
   const worker: DeliveryWorker = createDeliveryWorker({
     outbox, clock, policy: deps.policy, retryBaseMs: deps.retryBaseMs, send: sendAttempt, log: deps.log,
+    ...(deps.pollMs ? { pollMs: deps.pollMs } : {}),
   });
 
   /** Writes the event's messages; returns their ids (none when nobody subscribes). */
