@@ -36,18 +36,20 @@ import { memoryAdapters } from './oidc/memory-adapter.js';
 import { postgresAdapters } from './oidc/postgres-adapter.js';
 import { createProvider } from './oidc/provider.js';
 import { redisAdapters } from './oidc/redis-adapter.js';
-import { ROUTES, TOKEN_ISSUING_PATHS } from './oidc/routes.js';
+import { DISCOVERY_PATHS, ROUTES, TOKEN_ISSUING_PATHS } from './oidc/routes.js';
 import { specGlue } from './oidc/spec-glue.js';
 import { handleErrors } from './http/handle-errors.js';
 import { health } from './http/health.js';
+import { exactPaths } from './http/exact-paths.js';
 import { clientRateLimit, rateLimit } from './http/rate-limit.js';
 import { securityHeaders } from './http/security-headers.js';
 import { staticAssets } from './http/static-assets.js';
-import { applicationsRoutes } from './ui/applications.js';
+import { APPLICATIONS_PATH, applicationsRoutes } from './ui/applications.js';
 import { createErrorResponder } from './ui/error-page.js';
 import { interactionRoutes } from './ui/interactions.js';
-import { registerRoutes } from './ui/register.js';
+import { REGISTER_PATH, registerRoutes } from './ui/register.js';
 import { settingsRoutes } from './ui/settings.js';
+import { SETTINGS_PATH } from './ui/settings-session.js';
 import { createViews, VIEWS_DIR } from './ui/views.js';
 import { revocationAnnouncer } from './webhooks/application-events.js';
 import { providerEvents } from './webhooks/provider-events.js';
@@ -145,6 +147,9 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
     }))
     .use(staticAssets(VIEWS_DIR))
     .use(rateLimit(limits)) // everything below is limited; nothing is parsed or looked up before it
+    .use(exactPaths([
+      ...Object.values(ROUTES), ...DISCOVERY_PATHS, REGISTER_PATH, SETTINGS_PATH, WEBHOOKS_PATH, APPLICATIONS_PATH,
+    ]))
     .use(registerRoutes({ clients, views, body }).routes())
     .use(settingsRoutes({ findClient: clients.find, settings: clientSettings, webhooks, views, body, clock }).routes())
     .use(webhooksApi({ findClient: clients.find, webhooks, body }).routes())

@@ -15,6 +15,12 @@ export const ROUTES = {
   introspection: '/api/introspect.php',
 } as const;
 
+/** Where the provider serves its metadata (RFC 8414 and OpenID Connect Discovery). */
+export const DISCOVERY_PATHS: readonly string[] = [
+  '/.well-known/oauth-authorization-server',
+  '/.well-known/openid-configuration',
+];
+
 /**
  * Paths that issue tokens: TOKEN_RATE_LIMIT_PER_MINUTE applies to them instead of
  * RATE_LIMIT_PER_MINUTE. A new token-issuing path is one more line here.
