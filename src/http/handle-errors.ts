@@ -5,7 +5,7 @@
  */
 import type { Context, Middleware } from 'koa';
 import { errors } from 'oidc-provider';
-import { ServiceError, specErrorCode } from '../errors.js';
+import { ServiceError, specErrorCode, specStatus } from '../errors.js';
 import type { ErrorBody, ErrorResponder } from '../errors.js';
 
 /** Fixed words for client errors raised by body parsers, whose messages may echo internals. */
@@ -23,7 +23,9 @@ function toWire(error: unknown): { body: ErrorBody; status: number } | undefined
   }
   const status = (error as { status?: unknown }).status;
   if (typeof status === 'number' && status >= 400 && status < 500) {
-    return { body: { error: 'invalid_request', error_description: CLIENT_ERRORS[status] ?? 'bad request' }, status };
+    // A body of the wrong type or size is the spec's `invalid_request`, with its 400 (a parser
+    // would say 415 or 413); 405 keeps its status.
+    return { body: { error: 'invalid_request', error_description: CLIENT_ERRORS[status] ?? 'bad request' }, status: status === 405 ? 405 : specStatus('invalid_request', status) };
   }
   return undefined;
 }

@@ -28,7 +28,7 @@ export function registerRoutes({ clients, views, body }: { clients: ClientStore;
     ctx.set('Cache-Control', 'no-store');
     const json = Boolean(ctx.is('json'));
     if (!json && !ctx.is('urlencoded')) {
-      throw new ServiceError('invalid_request', 'send the form as application/x-www-form-urlencoded, or JSON as application/json', 415);
+      throw new ServiceError('invalid_request', 'send the form as application/x-www-form-urlencoded, or JSON as application/json');
     }
     if (!json) checkCsrf(ctx);
     const input = { clientName: field(ctx, 'client_name'), redirectUri: field(ctx, 'redirect_uri') };

@@ -69,12 +69,12 @@ export function settingsRoutes(deps: SettingsDependencies): Router {
   router.get(SETTINGS_PATH, async (ctx) => {
     const client = await readSettingsSession(ctx, deps.findClient, clock());
     if (!client) return signInPage(ctx);
-    const done = typeof ctx.query.done === 'string' ? NOTICES[ctx.query.done] : undefined;
+    const done = typeof ctx.query.done === 'string' && Object.hasOwn(NOTICES, ctx.query.done) ? NOTICES[ctx.query.done] : undefined;
     return settingsPage(ctx, client, done ? { notice: done } : {});
   });
 
   router.post(SETTINGS_PATH, deps.body, async (ctx) => {
-    if (!ctx.is('urlencoded')) throw new ServiceError('invalid_request', 'send the form as application/x-www-form-urlencoded', 415);
+    if (!ctx.is('urlencoded')) throw new ServiceError('invalid_request', 'send the form as application/x-www-form-urlencoded');
     checkCsrf(ctx);
     const action = typeof ctx.query.action === 'string' ? ctx.query.action : '';
     const id = typeof ctx.query.id === 'string' ? ctx.query.id : '';

@@ -98,7 +98,9 @@ export function createOutbox(prisma: PrismaClient): Outbox {
     },
 
     async record(owner, id, outcome, at) {
-      const held = { id, leaseOwner: owner };
+      // Still ours and still pending: a message cancelled meanwhile (410 from a parallel attempt,
+      // the endpoint disabled) stays cancelled whatever this attempt's outcome.
+      const held = { id, leaseOwner: owner, status: PENDING };
       const common = { attempts: { increment: 1 }, lastAttemptAt: at, leaseOwner: null, leaseExpiresAt: null };
       switch (outcome.status) {
         case 'delivered':

@@ -9,9 +9,9 @@
  * | `grant.revoked` at the token endpoint           | `token.revoked` (code_replay, refresh_token_reuse) |
  * | `access_token.destroyed` / `refresh_token.destroyed` at the revocation endpoint | `token.revoked` (revocation_request) |
  *
- * RFC 7009 revocation of an access token emits no `grant.revoked` (revokeGrantPolicy keeps the
- * grant), so the revocation endpoint is followed through the token's `destroyed` event; its
- * `grant.revoked` (refresh tokens) is skipped there so that one call raises one event.
+ * At the revocation endpoint the token's `destroyed` event names what the client revoked (an
+ * access or a refresh token); the `grant.revoked` that follows it there (provider.ts revokes
+ * the whole grant) is skipped, so that one call raises one event.
  *
  * Provider events are synchronous notifications; `settle` (mounted in front of the provider)
  * holds the response until the outbox rows are written, so a client never sees a token whose

@@ -133,8 +133,10 @@ export function createWebhookService(deps: WebhookDependencies): WebhookService 
       const { event, messageIds } = await write(prisma, 'webhook.test', {
         client_id: client.clientId, client_name: client.clientName, webhook_id: endpoint.id,
       }, endpoint.id);
+      // Disabled or deleted between the look-up and the write: as if it had not been found.
+      if (!event || messageIds.length === 0) return undefined;
       worker.wake();
-      return { eventId: event!.id, messageId: messageIds[0]! };
+      return { eventId: event.id, messageId: messageIds[0]! };
     },
     deliveries: (clientId, endpointId, limit = 50) => store.deliveries(clientId, { endpointId, limit }),
     start: () => worker.start(),

@@ -124,7 +124,7 @@ export function webhooksApi({ findClient, webhooks, body }: WebhooksApiDependenc
     const action = query(ctx, 'action');
     if (!id) {
       if (action) throw new ServiceError('invalid_request', `action=${action} needs an id`);
-      if (!ctx.is('json')) throw new ServiceError('invalid_request', 'send {url, events} as application/json', 415);
+      if (!ctx.is('json')) throw new ServiceError('invalid_request', 'send {url, events} as application/json');
       const input = (ctx.request as { body?: unknown }).body;
       if (!input || typeof input !== 'object' || Array.isArray(input)) throw new ServiceError('invalid_request', 'the body must be a JSON object {url, events}');
       const { url, events } = input as Record<string, unknown>;
@@ -143,7 +143,9 @@ export function webhooksApi({ findClient, webhooks, body }: WebhooksApiDependenc
       ctx.body = { event_id: sent.eventId, delivery_id: sent.messageId };
     } else {
       if (!await webhooks.store.setEnabled(client.clientId, id, action === 'enable')) throw notFound();
-      ctx.body = endpointView((await webhooks.store.find(client.clientId, id))!);
+      const endpoint = await webhooks.store.find(client.clientId, id);
+      if (!endpoint) throw notFound(); // deleted in the meantime
+      ctx.body = endpointView(endpoint);
     }
   }));
 

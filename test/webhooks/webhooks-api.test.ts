@@ -134,9 +134,9 @@ describe('bad input → 400 invalid_request', () => {
     expect(res.body.error_description).toMatch(message);
   });
 
-  test('a form body is 415 with the error body; malformed JSON is 400', async () => {
+  test('a form body and malformed JSON are 400 invalid_request', async () => {
     const form = await webhooksApi(t.baseUrl, client, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
-    expectErrorResponse(form, 415, 'invalid_request');
+    expectErrorResponse(form, 400, 'invalid_request');
     const auth = `Basic ${Buffer.from(`${client.client_id}:${client.client_secret}`).toString('base64')}`;
     const res = await fetch(`${t.baseUrl}/api/webhooks.php`, { method: 'POST', headers: { authorization: auth, 'content-type': 'application/json' }, body: '{"url":' });
     expectErrorResponse({ status: res.status, headers: res.headers, body: await res.json() as Record<string, unknown> }, 400, 'invalid_request');
