@@ -1,6 +1,7 @@
 /**
  * Deletes expired provider models (codes, access and refresh tokens, grants) from
- * `oidc_models`, so storage does not grow without end. Expired rows already read as absent
+ * `oidc_models`, and finished webhook deliveries older than {@link DELIVERY_LOG_DAYS} days, so
+ * storage does not grow without end. Expired rows already read as absent
  * (postgres-adapter.ts); this only reclaims their space.
  *
  * Bounded: a pass deletes at most `batchSize` × `batchesPerPass` rows, one short transaction
@@ -22,6 +23,12 @@ export interface CleanupOptions {
 
 export const CLEANUP_DEFAULTS = { intervalMs: 60_000, batchSize: 1000, batchesPerPass: 10 } as const;
 
+/**
+ * How long a finished webhook delivery (delivered, failed after its retries, cancelled) stays
+ * in the delivery log. Pending ones are never removed here.
+ */
+export const DELIVERY_LOG_DAYS = 30;
+
 /** One bounded pass; resolves to the number of rows deleted. */
 export async function deleteExpired(prisma: PrismaClient, options: CleanupOptions = {}): Promise<number> {
   const { batchSize = CLEANUP_DEFAULTS.batchSize, batchesPerPass = CLEANUP_DEFAULTS.batchesPerPass } = options;
@@ -40,13 +47,31 @@ export async function deleteExpired(prisma: PrismaClient, options: CleanupOption
   return deleted;
 }
 
+/** One bounded pass over the webhook delivery log; resolves to the number of rows deleted. */
+export async function deleteOldDeliveries(prisma: PrismaClient, options: CleanupOptions & { days?: number } = {}): Promise<number> {
+  const { batchSize = CLEANUP_DEFAULTS.batchSize, batchesPerPass = CLEANUP_DEFAULTS.batchesPerPass, days = DELIVERY_LOG_DAYS } = options;
+  let deleted = 0;
+  for (let batch = 0; batch < batchesPerPass; batch += 1) {
+    const count = await prisma.$executeRaw`
+      DELETE FROM webhook_deliveries WHERE id IN (
+        SELECT id FROM webhook_deliveries
+        WHERE created_at < now() - make_interval(days => ${days}::int) AND status <> 'pending'
+        ORDER BY created_at
+        LIMIT ${batchSize}
+        FOR UPDATE SKIP LOCKED)`;
+    deleted += count;
+    if (count < batchSize) break;
+  }
+  return deleted;
+}
+
 export interface Cleanup {
   /** Stops the timer and waits for a pass in progress. */
   stop(): Promise<void>;
 }
 
 /**
- * Runs {@link deleteExpired} every `intervalMs` (the next pass is scheduled when the previous
+ * Runs {@link deleteExpired} and {@link deleteOldDeliveries} every `intervalMs` (the next pass is scheduled when the previous
  * one ends, so passes never overlap). A failed pass (say, the database is down) is logged and
  * the next one runs on schedule.
  */
@@ -62,7 +87,11 @@ export function startCleanup(
   const schedule = () => {
     if (stopped) return;
     timer = setTimeout(() => {
-      running = deleteExpired(prisma, options).then(() => undefined, log).finally(() => {
+      const pass = async () => {
+        await deleteExpired(prisma, options);
+        await deleteOldDeliveries(prisma, options);
+      };
+      running = pass().then(() => undefined, log).finally(() => {
         running = undefined;
         schedule();
       });

@@ -1,11 +1,12 @@
 /**
  * The expiry cleanup: a pass deletes expired provider rows in bounded batches, oldest first,
  * and keeps everything unexpired; concurrent passes (several instances) split the work; the
- * periodic job runs until stopped. Redis needs no job: every key the app writes expires.
+ * periodic job runs until stopped. Finished webhook deliveries leave the delivery log after
+ * DELIVERY_LOG_DAYS; pending ones stay. Redis needs no job: every key the app writes expires.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
 import type { PrismaClient } from '../../src/generated/prisma/client.js';
-import { deleteExpired, startCleanup } from '../../src/store/cleanup.js';
+import { DELIVERY_LOG_DAYS, deleteExpired, deleteOldDeliveries, startCleanup } from '../../src/store/cleanup.js';
 import { Redis } from 'ioredis';
 import { openTestDatabase } from '../helpers/databases.js';
 import type { StoreKind, TestStore } from '../helpers/databases.js';
@@ -74,6 +75,33 @@ describe.each<StoreKind>(['postgres', 'embedded'])('deleteExpired (%s)', (kind) 
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(await countWhere(prisma, 'RefreshToken')).toBe(5);
     expect(errors).toEqual([]);
+  });
+});
+
+describe.each<StoreKind>(['postgres', 'embedded'])('deleteOldDeliveries (%s)', (kind) => {
+  let store: TestStore;
+  beforeAll(async () => { store = await openTestDatabase(kind, { migrated: true }); });
+  afterAll(async () => { await store.close(); });
+
+  test('finished deliveries older than the log keeps leave in bounded batches; pending and recent ones stay', async () => {
+    const { prisma } = store.db;
+    await prisma.client.create({ data: { clientId: 'c1', clientSecretHash: 'x', clientName: 'Log', redirectUri: 'https://app.example/cb' } });
+    await prisma.webhookEndpoint.create({ data: { id: 'ep_1', clientId: 'c1', url: 'https://app.example/hook', events: ['token.issued'], secret: 'whsec_x' } });
+    const old = new Date(Date.now() - (DELIVERY_LOG_DAYS + 1) * 24 * HOUR);
+    const recent = new Date(Date.now() - HOUR);
+    const rows = (status: string, createdAt: Date, count: number) => Array.from({ length: count }, (_, i) => ({
+      id: `msg_${status}_${createdAt.getTime()}_${i}`, endpointId: 'ep_1', eventId: `evt_${i}`, eventType: 'token.issued',
+      payload: {}, status, createdAt,
+    }));
+    await prisma.webhookDelivery.createMany({
+      data: [...rows('delivered', old, 120), ...rows('failed', old, 10), ...rows('cancelled', old, 10), ...rows('pending', old, 5), ...rows('delivered', recent, 7)],
+    });
+
+    expect(await deleteOldDeliveries(prisma, { batchSize: 50, batchesPerPass: 2 })).toBe(100);
+    expect(await deleteOldDeliveries(prisma, { batchSize: 50, batchesPerPass: 2 })).toBe(40);
+    expect(await deleteOldDeliveries(prisma, { batchSize: 50, batchesPerPass: 2 })).toBe(0);
+    const left = await prisma.webhookDelivery.groupBy({ by: ['status'], _count: true, orderBy: { status: 'asc' } });
+    expect(left.map((row) => [row.status, row._count])).toEqual([['delivered', 7], ['pending', 5]]);
   });
 });
 

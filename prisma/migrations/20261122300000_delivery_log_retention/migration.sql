@@ -1,0 +1,2 @@
+-- CreateIndex
+CREATE INDEX "webhook_deliveries_created_at_idx" ON "webhook_deliveries"("created_at");
