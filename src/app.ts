@@ -155,9 +155,7 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
     .use(webhooksApi({ findClient: clients.find, webhooks, body }).routes())
     .use(interactionRoutes({
       provider, users, guard, views, body,
-      onDecision: (d) => webhooks.raise(d.granted ? 'authorization.granted' : 'authorization.denied', {
-        client_id: d.clientId, client_name: d.clientName, account_id: d.accountId, ...(d.granted ? { scope: d.scope } : {}),
-      }),
+      onDenied: (d) => webhooks.raise('authorization.denied', { client_id: d.clientId, client_name: d.clientName, account_id: d.accountId }),
     }).routes())
     .use(applicationsRoutes({
       apps: createAuthorizedApps({ prisma: db.prisma, withEvents: revocationAnnouncer(webhooks) }),

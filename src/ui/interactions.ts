@@ -24,20 +24,18 @@ export interface InteractionDependencies {
   guard: LoginGuard;
   views: Views;
   body: Middleware;
-  /** Told of each approval or refusal (webhooks: authorization.granted / .denied). */
-  onDecision: (decision: AuthorizationDecision) => Promise<void>;
+  /** Told of each refusal (webhooks: authorization.denied; approvals are the provider's event). */
+  onDenied: (denial: AuthorizationDenial) => Promise<void>;
 }
 
-export interface AuthorizationDecision {
-  granted: boolean;
+export interface AuthorizationDenial {
   clientId: string;
   clientName: string;
   /** Absent when the user cancelled at the login page. */
   accountId: string | undefined;
-  scope: string | undefined;
 }
 
-export function interactionRoutes({ provider, users, guard, views, body, onDecision }: InteractionDependencies): Router {
+export function interactionRoutes({ provider, users, guard, views, body, onDenied }: InteractionDependencies): Router {
   const router = new Router({ prefix: '/interaction/:uid' });
 
   async function details(ctx: Context, expected?: 'login' | 'consent') {
@@ -93,7 +91,6 @@ export function interactionRoutes({ provider, users, guard, views, body, onDecis
       grant.addResourceScope(indicator, scopes.join(' '));
     }
     const savedGrantId = await grant.save();
-    await onDecision({ granted: true, clientId: String(params.client_id), clientName, accountId: session!.accountId, scope: grant.getOIDCScope() });
     await finish(ctx, { consent: { grantId: savedGrantId } }, true);
   });
 
@@ -101,7 +98,7 @@ export function interactionRoutes({ provider, users, guard, views, body, onDecis
   router.post('/abort', body, async (ctx) => {
     checkCsrf(ctx);
     const { interaction, clientName } = await details(ctx);
-    await onDecision({ granted: false, clientId: String(interaction.params.client_id), clientName, accountId: interaction.session?.accountId, scope: undefined });
+    await onDenied({ clientId: String(interaction.params.client_id), clientName, accountId: interaction.session?.accountId });
     await finish(ctx, { error: 'access_denied', error_description: 'the user denied the request' }, false);
   });
 

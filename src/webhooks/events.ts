@@ -9,7 +9,7 @@
 /** Declared, not coded: README.md "Webhooks" documents the same table. */
 export const EVENT_CATALOGUE = {
   'authorization.granted': {
-    when: 'a user approves an authorization request on the consent page',
+    when: 'each approved authorization request: on the consent page, or silently when an earlier consent covers it',
     data: ['client_id', 'client_name', 'username', 'scope'],
   },
   'authorization.denied': {

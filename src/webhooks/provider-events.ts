@@ -4,6 +4,7 @@
  *
  * | provider event                                  | webhook event                                  |
  * |-------------------------------------------------|------------------------------------------------|
+ * | `authorization.success` (each approval)         | `authorization.granted`                        |
  * | `grant.success`, grant_type authorization_code  | `token.issued`                                 |
  * | `grant.success`, grant_type refresh_token       | `token.refreshed`                              |
  * | `grant.revoked` at the token endpoint           | `token.revoked` (code_replay, refresh_token_reuse) |
@@ -47,6 +48,17 @@ export function providerEvents({ provider, raise, log }: ProviderEventDependenci
     list.push(promise);
     pending.set(ctx.req, list);
   }
+
+  // Every approval: after the consent page, and when an existing grant already covers the
+  // request (the user is not asked again, but the request is approved all the same).
+  provider.on('authorization.success', (ctx) => track(ctx, async () => {
+    const code = (ctx.oidc.entities as unknown as Entities).AuthorizationCode;
+    await raise('authorization.granted', {
+      ...client(ctx),
+      account_id: code?.accountId ?? ctx.oidc.session?.accountId,
+      scope: code?.scope,
+    });
+  }));
 
   provider.on('grant.success', (ctx) => track(ctx, async () => {
     const grantType = ctx.oidc.params?.grant_type;

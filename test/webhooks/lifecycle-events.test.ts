@@ -1,5 +1,6 @@
 /**
- * The token-lifecycle events through the whole app: `token.refreshed` at each refresh, and
+ * The token-lifecycle events through the whole app: `authorization.granted` at every approval
+ * (also the silent one of a user who already consented), `token.refreshed` at each refresh, and
  * `token.revoked` at an RFC 7009 revocation (access or refresh token), at refresh-token reuse
  * and when a user revokes the application on /api/applications.php. Each arrives signed, names
  * the client and the user, and carries no token.
@@ -13,7 +14,7 @@ import type { Hit, Receiver } from '../helpers/receiver.js';
 import { startTestApp } from '../helpers/test-app.js';
 import type { Mode, TestApp } from '../helpers/test-app.js';
 
-const EVENTS = ['token.issued', 'token.refreshed', 'token.revoked'];
+const EVENTS = ['authorization.granted', 'token.issued', 'token.refreshed', 'token.revoked'];
 
 describe.each<Mode>(['postgres', 'embedded'])('token lifecycle events (%s)', (mode) => {
   let t: TestApp;
@@ -56,6 +57,22 @@ describe.each<Mode>(['postgres', 'embedded'])('token lifecycle events (%s)', (mo
 
   const refresh = (refreshToken: string) => tokenRequest(t, {
     grant_type: 'refresh_token', refresh_token: refreshToken, client_id: client.client_id, client_secret: client.client_secret,
+  });
+
+  test('every approval raises authorization.granted, also when consent was given before and nothing is asked', async () => {
+    await subscribed();
+    const browser = new Browser(t.baseUrl);
+    const first = await browser.authorize(client, user, {}, 'approve');
+    expect(first.searchParams.get('code')).toBeTruthy();
+    const consented = await nextEvent('authorization.granted', [first.searchParams.get('code')!]);
+    expect(consented.data).toEqual({ client_id: client.client_id, client_name: 'Test App', username: user.username, scope: 'openid' });
+
+    // Same browser, same client: the login session and the grant cover it, no page is shown.
+    const second = await browser.authorize(client, undefined, {}, 'approve');
+    expect(second.searchParams.get('code')).toBeTruthy();
+    const silent = await nextEvent('authorization.granted', [second.searchParams.get('code')!]);
+    expect(silent.data).toEqual(consented.data);
+    expect(silent.id).not.toBe(consented.id);
   });
 
   test('each refresh raises token.refreshed for the same grant', async () => {
