@@ -29,40 +29,39 @@ export const CLEANUP_DEFAULTS = { intervalMs: 60_000, batchSize: 1000, batchesPe
  */
 export const DELIVERY_LOG_DAYS = 30;
 
-/** One bounded pass; resolves to the number of rows deleted. */
-export async function deleteExpired(prisma: PrismaClient, options: CleanupOptions = {}): Promise<number> {
+/** Runs `deleteBatch(limit)` until a batch comes back short or the pass's batches are spent. */
+async function boundedPass(options: CleanupOptions, deleteBatch: (limit: number) => Promise<number>): Promise<number> {
   const { batchSize = CLEANUP_DEFAULTS.batchSize, batchesPerPass = CLEANUP_DEFAULTS.batchesPerPass } = options;
   let deleted = 0;
   for (let batch = 0; batch < batchesPerPass; batch += 1) {
-    const count = await prisma.$executeRaw`
-      DELETE FROM oidc_models WHERE (type, id) IN (
-        SELECT type, id FROM oidc_models
-        WHERE expires_at < now()
-        ORDER BY expires_at
-        LIMIT ${batchSize}
-        FOR UPDATE SKIP LOCKED)`;
+    const count = await deleteBatch(batchSize);
     deleted += count;
     if (count < batchSize) break;
   }
   return deleted;
 }
 
+/** One bounded pass over expired provider rows; resolves to the number of rows deleted. */
+export function deleteExpired(prisma: PrismaClient, options: CleanupOptions = {}): Promise<number> {
+  return boundedPass(options, (limit) => prisma.$executeRaw`
+    DELETE FROM oidc_models WHERE (type, id) IN (
+      SELECT type, id FROM oidc_models
+      WHERE expires_at < now()
+      ORDER BY expires_at
+      LIMIT ${limit}
+      FOR UPDATE SKIP LOCKED)`);
+}
+
 /** One bounded pass over the webhook delivery log; resolves to the number of rows deleted. */
-export async function deleteOldDeliveries(prisma: PrismaClient, options: CleanupOptions & { days?: number } = {}): Promise<number> {
-  const { batchSize = CLEANUP_DEFAULTS.batchSize, batchesPerPass = CLEANUP_DEFAULTS.batchesPerPass, days = DELIVERY_LOG_DAYS } = options;
-  let deleted = 0;
-  for (let batch = 0; batch < batchesPerPass; batch += 1) {
-    const count = await prisma.$executeRaw`
-      DELETE FROM webhook_deliveries WHERE id IN (
-        SELECT id FROM webhook_deliveries
-        WHERE created_at < now() - make_interval(days => ${days}::int) AND status <> 'pending'
-        ORDER BY created_at
-        LIMIT ${batchSize}
-        FOR UPDATE SKIP LOCKED)`;
-    deleted += count;
-    if (count < batchSize) break;
-  }
-  return deleted;
+export function deleteOldDeliveries(prisma: PrismaClient, options: CleanupOptions & { days?: number } = {}): Promise<number> {
+  const days = options.days ?? DELIVERY_LOG_DAYS;
+  return boundedPass(options, (limit) => prisma.$executeRaw`
+    DELETE FROM webhook_deliveries WHERE id IN (
+      SELECT id FROM webhook_deliveries
+      WHERE created_at < now() - make_interval(days => ${days}::int) AND status <> 'pending'
+      ORDER BY created_at
+      LIMIT ${limit}
+      FOR UPDATE SKIP LOCKED)`);
 }
 
 export interface Cleanup {
