@@ -101,12 +101,13 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
   const guard = createLoginGuard(limiter);
   const respondError = createErrorResponder(views, new Set([ROUTES.token, ROUTES.userinfo, ROUTES.revocation, ROUTES.introspection, WEBHOOKS_PATH]));
   const clock = () => new Date();
+  const usernameOf = async (accountId: string) => (await users.findById(accountId))?.username;
   const webhooks = createWebhookService({
     prisma: db.prisma,
     clock,
     policy: { httpsOnly: config.production, allowPrivate: config.webhookAllowPrivateNetworks },
     retryBaseMs: config.webhookRetryBaseMs,
-    usernameOf: async (accountId) => (await users.findById(accountId))?.username,
+    usernameOf,
     log: (error) => log(error),
   });
   const clientSettings = createClientSettings(webhooks);
@@ -169,7 +170,7 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
     .use(specGlue({
       answerUntrusted: respondError,
       admitClient: clientRateLimit(tokenByClient),
-      usernameOf: async (id) => (await users.findById(id))?.username,
+      usernameOf,
     }))
     .use(tokenEvents.settle)
     .use(mount(provider));

@@ -6,6 +6,7 @@
  */
 import querystring from 'node:querystring';
 import type { Context, Middleware, Next } from 'koa';
+import { basicCredentials } from '../clients/client-auth.js';
 import { isWellFormedClientId } from '../clients/secret.js';
 import { ServiceError } from '../errors.js';
 import type { ErrorBody, ErrorResponder } from '../errors.js';
@@ -64,18 +65,6 @@ async function authorize(ctx: Context, next: Next, deps: GlueDependencies) {
   }
 }
 
-/** The client_id of HTTP Basic client authentication (RFC 6749 §2.3.1: form-encoded, then Base64). */
-function basicClientId(authorization: string): string | undefined {
-  const match = /^basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(authorization);
-  if (!match) return undefined;
-  const id = Buffer.from(match[1]!, 'base64').toString('utf8').split(':', 1)[0]!;
-  try {
-    return decodeURIComponent(id.replace(/\+/g, ' '));
-  } catch {
-    return undefined;
-  }
-}
-
 async function readBody(ctx: Context): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
@@ -105,7 +94,7 @@ async function token(ctx: Context, next: Next, deps: GlueDependencies) {
   const params = querystring.parse(await readBody(ctx));
   // Spec "Limits": the token budget per client_id, spent before any lookup or secret check. An
   // id that cannot name a client has no budget to protect (the address budget still applies).
-  const clientId = basicClientId(ctx.get('authorization')) ?? params.client_id;
+  const clientId = basicCredentials(ctx.get('authorization'))?.clientId ?? params.client_id;
   if (typeof clientId === 'string' && isWellFormedClientId(clientId) && !(await deps.admitClient(ctx, clientId))) return;
   params.grant_type ??= 'authorization_code';
   const basic = ctx.get('authorization') !== '';
