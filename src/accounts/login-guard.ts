@@ -16,6 +16,7 @@
  * @example const result = await guard.attempt(username, clientAddress(ctx), () => users.authenticate(username, password));
  */
 import { createHash } from 'node:crypto';
+import { retryAfterSeconds } from '../store/limiter.js';
 import type { LimiterFactory, Usage } from '../store/limiter.js';
 import { normalizeUsername } from './user-store.js';
 
@@ -42,8 +43,6 @@ export interface LoginGuard {
   attempt<T>(username: string, address: string, verify: () => Promise<T | null | undefined>): Promise<LoginAttempt<T>>;
 }
 
-const seconds = (ms: number) => Math.max(Math.ceil(ms / 1000), 1);
-
 /** Bounded, opaque keys whatever the username holds. */
 const pairKey = (username: string, address: string) =>
   `${address}|${createHash('sha256').update(normalizeUsername(username)).digest('base64url').slice(0, 22)}`;
@@ -53,7 +52,7 @@ export function createLoginGuard(limiter: LimiterFactory, limits: LoginLimits = 
   const addresses = limiter('login-address', limits.failuresPerAddressPerDay, limits.addressWindowSeconds);
   // A pair over its count whose block is not written yet (the failure that reached it is still
   // being checked) will be blocked for the full block time.
-  const pairWait = (pair: Usage) => seconds(Math.min(pair.resetMs, limits.pairBlockSeconds * 1000));
+  const pairWait = (pair: Usage) => retryAfterSeconds(Math.min(pair.resetMs, limits.pairBlockSeconds * 1000));
 
   return {
     async attempt(username, address, verify) {
@@ -63,7 +62,7 @@ export function createLoginGuard(limiter: LimiterFactory, limits: LoginLimits = 
       const perAddress = await addresses.consume(address);
       if (perAddress.exceeded) {
         await pairs.reward(key);
-        return { outcome: 'blocked', retryAfter: seconds(perAddress.resetMs) };
+        return { outcome: 'blocked', retryAfter: retryAfterSeconds(perAddress.resetMs) };
       }
 
       const value = await verify();
@@ -77,7 +76,7 @@ export function createLoginGuard(limiter: LimiterFactory, limits: LoginLimits = 
         retryAfter = limits.pairBlockSeconds;
       }
       if (perAddress.consumed >= limits.failuresPerAddressPerDay) {
-        retryAfter = Math.max(retryAfter ?? 0, seconds(perAddress.resetMs));
+        retryAfter = Math.max(retryAfter ?? 0, retryAfterSeconds(perAddress.resetMs));
       }
       return retryAfter === undefined ? { outcome: 'failure' } : { outcome: 'failure', retryAfter };
     },

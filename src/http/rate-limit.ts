@@ -14,6 +14,7 @@
  * @example app.use(rateLimit({ tokenPaths, tokenByAddress, otherByAddress }));
  */
 import type { Context, Middleware } from 'koa';
+import { retryAfterSeconds } from '../store/limiter.js';
 import type { Limiter, Usage } from '../store/limiter.js';
 import { clientAddress } from './client-address.js';
 
@@ -30,8 +31,6 @@ interface Budget extends Usage {
 
 /** The budget whose headers a response reports, kept for a second budget on the same request. */
 const REPORTED = Symbol('rate-limit budget');
-
-const seconds = (ms: number) => Math.max(Math.ceil(ms / 1000), 1);
 
 /** Fewer requests left is closer to exhaustion; at a tie, the later reset. */
 function closer(a: Budget, b: Budget | undefined): Budget {
@@ -52,7 +51,7 @@ function admit(ctx: Context, budget: Budget): boolean {
   });
   if (!budget.exceeded) return true;
   // `reported` is spent too (remaining 0); at a tie it is the one that resets later.
-  const retryAfter = seconds(reported.resetMs);
+  const retryAfter = retryAfterSeconds(reported.resetMs);
   ctx.set({ 'Retry-After': String(retryAfter), 'RateLimit-Reset': String(retryAfter), 'Cache-Control': 'no-store' });
   ctx.status = 429;
   ctx.body = {

@@ -19,6 +19,9 @@ import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 /** How long a Redis command may take before the insurance limiter answers instead. */
 export const REDIS_TIMEOUT_MS = 1000;
 
+/** Whole seconds until `ms` has passed, at least 1: what `Retry-After` says (RFC 9110 §10.2.3). */
+export const retryAfterSeconds = (ms: number) => Math.max(Math.ceil(ms / 1000), 1);
+
 /** A key's count in the current window. */
 export interface Usage {
   /** Requests (or failures) counted in the window, this one included. */
