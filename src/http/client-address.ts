@@ -12,21 +12,7 @@
  */
 import net from 'node:net';
 import type { Context } from 'koa';
-
-/** The eight 16-bit groups of a valid IPv6 address (without zone), an IPv4 tail included. */
-function ipv6Groups(address: string): number[] {
-  let text = address;
-  const v4 = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
-  if (v4) {
-    const [a, b, c, d] = v4.slice(1).map(Number) as [number, number, number, number];
-    text = `${text.slice(0, v4.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
-  }
-  const [head, tail] = text.split('::') as [string, string | undefined];
-  const left = head === '' ? [] : head.split(':');
-  const right = tail === undefined || tail === '' ? [] : tail.split(':');
-  const zeros = tail === undefined ? [] : Array<string>(8 - left.length - right.length).fill('0');
-  return [...left, ...zeros, ...right].map((group) => parseInt(group, 16));
-}
+import { ipv6Groups } from './ipv6.js';
 
 /** The rate-limit key of one address string (see the module comment); undefined if it is not an IP. */
 export function addressKey(raw: string): string | undefined {

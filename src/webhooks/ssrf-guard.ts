@@ -12,6 +12,7 @@
 import dns from 'node:dns';
 import type { LookupAddress, LookupOptions } from 'node:dns';
 import net from 'node:net';
+import { ipv6Groups } from '../http/ipv6.js';
 
 export interface NetworkPolicy {
   /** Only https URLs (production). */
@@ -57,23 +58,7 @@ const PRIVATE = rules([
 
 /** The 16 bytes of an IPv6 address (`net.isIPv6` already said it is one). */
 function ipv6Bytes(address: string): number[] {
-  let text = address.split('%')[0]!.toLowerCase();
-  const tail: number[] = [];
-  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
-  if (dotted) {
-    tail.push(...dotted[1]!.split('.').map(Number));
-    text = `${text.slice(0, -dotted[1]!.length)}0:0`;
-  }
-  const [head, rest] = text.includes('::') ? text.split('::') as [string, string] : [text, undefined];
-  const left = head ? head.split(':') : [];
-  const right = rest ? rest.split(':') : [];
-  const groups = rest === undefined ? left : [...left, ...Array(8 - left.length - right.length).fill('0'), ...right];
-  const bytes = groups.flatMap((group) => {
-    const value = parseInt(group || '0', 16);
-    return [value >> 8, value & 0xff];
-  });
-  if (tail.length) bytes.splice(12, 4, ...tail);
-  return bytes;
+  return ipv6Groups(address).flatMap((group) => [group >> 8, group & 0xff]);
 }
 
 /** The IPv4 address an IPv6 address stands for, if it embeds one. */
@@ -110,6 +95,15 @@ export function addressProblem(address: string, policy: NetworkPolicy): string |
   const kind = classifyAddress(address);
   if (kind === 'forbidden') return `${address} is a link-local, metadata or reserved address`;
   if (kind === 'private' && !policy.allowPrivate) return `${address} is a loopback, private or shared address`;
+  return undefined;
+}
+
+/** Why a DNS answer may not be contacted: the first refused address of all of them. */
+function answersProblem(answers: LookupAddress[], policy: NetworkPolicy): string | undefined {
+  for (const { address } of answers) {
+    const problem = addressProblem(address, policy);
+    if (problem) return problem;
+  }
   return undefined;
 }
 
@@ -152,11 +146,8 @@ export async function resolveProblem(hostname: string, policy: NetworkPolicy): P
     return `url host ${hostname} cannot be resolved`;
   }
   if (answers.length === 0) return `url host ${hostname} cannot be resolved`;
-  for (const { address } of answers) {
-    const problem = addressProblem(address, policy);
-    if (problem) return `url is refused: ${hostname} resolves to ${problem}`;
-  }
-  return undefined;
+  const problem = answersProblem(answers, policy);
+  return problem && `url is refused: ${hostname} resolves to ${problem}`;
 }
 
 /** Full check at registration: syntax, IP literal, DNS. */
@@ -177,10 +168,8 @@ export function guardedLookup(policy: NetworkPolicy) {
   return (hostname: string, options: LookupOptions, callback: LookupCallback): void => {
     dns.lookup(hostname, { ...options, all: true }, (error, answers) => {
       if (error) return callback(error, []);
-      for (const { address } of answers) {
-        const problem = addressProblem(address, policy);
-        if (problem) return callback(new RefusedDestinationError(`${hostname} resolves to ${problem}`), []);
-      }
+      const problem = answersProblem(answers, policy);
+      if (problem) return callback(new RefusedDestinationError(`${hostname} resolves to ${problem}`), []);
       if (options.all) return callback(null, answers);
       const first = answers[0];
       if (!first) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), []);
