@@ -23,6 +23,7 @@ import { verifyClientSecret } from './clients/secret.js';
 import { openDatabase } from './store/database.js';
 import type { Database } from './store/database.js';
 import { startCleanup } from './store/cleanup.js';
+import { storeGuard } from './store/store-failure.js';
 import { createLimiterFactory } from './store/limiter.js';
 import { migrate } from './store/migrate.js';
 import { connectRedis } from './store/redis.js';
@@ -40,6 +41,7 @@ import { DISCOVERY_PATHS, ROUTES, TOKEN_ISSUING_PATHS } from './oidc/routes.js';
 import { specGlue } from './oidc/spec-glue.js';
 import { handleErrors } from './http/handle-errors.js';
 import { health } from './http/health.js';
+import { trackInFlight } from './http/in-flight.js';
 import { exactPaths } from './http/exact-paths.js';
 import { clientRateLimit, rateLimit } from './http/rate-limit.js';
 import { securityHeaders } from './http/security-headers.js';
@@ -66,7 +68,16 @@ export interface App {
   readonly clients: ClientStore;
   readonly webhooks: WebhookService;
   callback(): http.RequestListener;
-  close(): Promise<void>;
+  /** Shutdown, first step: readiness answers 503 and responses ask clients to reconnect elsewhere. */
+  startDraining(): void;
+  /** Resolves true once no request is in flight (hung-up clients' included), false after `timeoutMs`. */
+  settled(timeoutMs: number): Promise<boolean>;
+  /**
+   * Shutdown, last step: waits for requests in flight, at most `timeoutMs` (SHUTDOWN_TIMEOUT_MS by
+   * default), then stops the webhook worker and the cleanup job, and only then closes the pools.
+   * Resolves false when requests were still running at the deadline.
+   */
+  close(options?: { timeoutMs?: number }): Promise<boolean>;
 }
 
 export type Logger = (error: unknown, ctx?: Context) => void;
@@ -80,7 +91,7 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
   let redis: Redis | undefined;
   try {
     await db.withConnection((sql) => migrate(sql));
-    redis = config.redisUrl ? await connectRedis(config.redisUrl) : undefined;
+    redis = config.redisUrl ? await connectRedis(config.redisUrl, config.timeouts) : undefined;
   } catch (error) {
     await db.close();
     throw error;
@@ -91,7 +102,7 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
   const clients = createClientStore(db.prisma);
   const views = createViews();
   // Spec "Limits": counters in Redis (shared by every instance) or in this process; window 60 s.
-  const limiter = createLimiterFactory(redis && { redis, keyPrefix: `${config.redisKeyPrefix}rl:` });
+  const limiter = createLimiterFactory(redis && { redis, keyPrefix: `${config.redisKeyPrefix}rl:`, timeoutMs: config.timeouts.redisCommandMs });
   const limits = {
     tokenPaths: new Set(TOKEN_ISSUING_PATHS),
     tokenByAddress: limiter('token-address', config.tokenRateLimitPerMinute, 60),
@@ -112,6 +123,8 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
   });
   const clientSettings = createClientSettings(webhooks);
 
+  // Store failures inside the provider become 503s; a hung store is not waited on twice.
+  const guards = { durable: storeGuard('database'), shortLived: storeGuard('redis') };
   const provider = createProvider({
     config,
     keys,
@@ -119,8 +132,9 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
       durable: postgresAdapters(db.prisma),
       shortLived: redis ? redisAdapters(redis, config.redisKeyPrefix) : memory!.adapters,
       client: clientAdapter(clients.find),
+      guards,
     }),
-    findAccount: createFindAccount(users.findById),
+    findAccount: createFindAccount(users.findById, guards.durable),
     renderError: async (ctx, out) => {
       const error = specErrorCode(String(out.error));
       respondError(ctx, { error, error_description: String(out.error_description ?? '') }, specStatus(error, ctx.status >= 400 ? ctx.status : 400));
@@ -136,15 +150,19 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
     formLimit: '16kb', jsonLimit: '16kb',
   });
 
+  const inFlight = trackInFlight();
+
   // Behind TRUST_PROXY, the client is the last X-Forwarded-For entry (the one our proxy added).
   const koa = new Koa({ proxy: config.trustProxy, maxIpsCount: 1, keys: keys.cookieKeys });
   koa.silent = true; // errors are logged by handleErrors and the provider's server_error event
   koa
+    .use(inFlight.middleware) // a drained shutdown waits for every handler, hung-up clients' included
     .use(handleErrors(respondError, log))
     .use(securityHeaders({ hsts: config.secureCookies }))
     .use(health({
-      database: () => db.prisma.$queryRaw`SELECT 1`,
-      ...(redis ? { redis: () => redis!.ping() } : {}),
+      // Through the guards: ready exactly when requests would be let through to the stores.
+      checks: { database: () => guards.durable(() => db.ping()), ...(redis ? { redis: () => guards.shortLived(() => redis!.ping()) } : {}) },
+      stopping: () => inFlight.draining,
     }))
     .use(staticAssets(VIEWS_DIR))
     .use(rateLimit(limits)) // everything below is limited; nothing is parsed or looked up before it
@@ -185,11 +203,16 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
     clients,
     webhooks,
     callback: () => koa.callback(),
-    async close() {
+    startDraining: () => inFlight.startDraining(),
+    settled: (timeoutMs) => inFlight.settled(timeoutMs),
+    async close({ timeoutMs = config.timeouts.shutdownMs } = {}) {
+      inFlight.startDraining();
+      const settled = await inFlight.settled(timeoutMs);
       await Promise.all([cleanup.stop(), webhooks.stop()]); // stop() aborts attempts in flight and releases their claims
       memory?.close();
       redis?.disconnect();
       await db.close();
+      return settled;
     },
   };
 }

@@ -37,6 +37,32 @@ export interface Config {
   readonly jwksFile: string | undefined;
   readonly trustProxy: boolean;
   readonly tls: { readonly certFile: string; readonly keyFile: string } | undefined;
+  /** How long each store may take before a request gives up on it (see {@link Timeouts}). */
+  readonly timeouts: Timeouts;
+}
+
+/**
+ * Time bounds on every dependency call, in milliseconds. A store that is down, hung or
+ * refusing costs a request at most its bound (plus a small margin), then a 503.
+ */
+export interface Timeouts {
+  /** A Redis command, from sending to its answer (ioredis `commandTimeout`). */
+  readonly redisCommandMs: number;
+  /** Opening a Redis connection (ioredis `connectTimeout`). */
+  readonly redisConnectMs: number;
+  /** Opening a Postgres connection, and waiting for one from the pool. */
+  readonly databaseConnectMs: number;
+  /** One SQL statement (server `statement_timeout`; the client gives up shortly after). */
+  readonly databaseStatementMs: number;
+  /** A transaction left idle by its client (server `idle_in_transaction_session_timeout`). */
+  readonly databaseIdleInTransactionMs: number;
+  /**
+   * How long a stopping instance goes on answering (readiness 503, `Connection: close`) before
+   * it stops accepting connections, so that load balancers take it out of rotation first.
+   */
+  readonly shutdownDelayMs: number;
+  /** How long a stopping instance then waits for requests in flight before it closes anyway. */
+  readonly shutdownMs: number;
 }
 
 export class ConfigError extends Error {
@@ -160,5 +186,14 @@ export function loadConfig(env: Env): Config {
     jwksFile,
     trustProxy,
     tls,
+    timeouts: Object.freeze({
+      redisCommandMs: integer(env, 'REDIS_COMMAND_TIMEOUT_MS', 1000, 10, 60_000),
+      redisConnectMs: integer(env, 'REDIS_CONNECT_TIMEOUT_MS', 2000, 10, 60_000),
+      databaseConnectMs: integer(env, 'DATABASE_CONNECT_TIMEOUT_MS', 2000, 10, 60_000),
+      databaseStatementMs: integer(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 2000, 10, 600_000),
+      databaseIdleInTransactionMs: integer(env, 'DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS', 10_000, 10, 600_000),
+      shutdownDelayMs: integer(env, 'SHUTDOWN_DELAY_MS', 1000, 0, 600_000),
+      shutdownMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+    }),
   });
 }

@@ -5,6 +5,7 @@
  * @see ../shared/spec/oauth-service-spec.md "Errors"
  */
 import type { Context } from 'koa';
+import { errors } from 'oidc-provider';
 
 /** The spec's table, plus the standard codes the provider may still answer with. */
 export const ERROR_STATUS = {
@@ -23,6 +24,7 @@ export const ERROR_STATUS = {
   unsupported_media_type: 415,
   too_many_requests: 429,
   server_error: 500,
+  temporarily_unavailable: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
@@ -47,6 +49,28 @@ export class ServiceError extends Error {
 
   get body(): ErrorBody {
     return { error: this.code, error_description: this.message };
+  }
+}
+
+/** Which store did not answer in time (or refused). */
+export type StoreName = 'database' | 'redis';
+
+/** Seconds a client should wait before retrying a 503 (RFC 9110 §10.2.3). */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * A store (PostgreSQL, Redis) that is down, hung or refusing: the request is answered 503
+ * `temporarily_unavailable` with `Retry-After` (RFC 6749 §4.1.2.1 names the code; RFC 9110
+ * §15.6.4 the status), never 500. It is an oidc-provider error marked `expose`, so the
+ * provider answers it as it is (a 5xx it would otherwise hide behind "server_error"), and at
+ * the authorization endpoint redirects it to a client and redirect_uri it already trusts.
+ */
+export class StoreUnavailableError extends errors.OIDCProviderError {
+  constructor(readonly store: StoreName | undefined, cause?: unknown) {
+    super(503, 'temporarily_unavailable', { cause });
+    this.name = 'StoreUnavailableError';
+    this.expose = true;
+    this.error_description = 'the service is temporarily unable to reach its storage; retry shortly';
   }
 }
 

@@ -1,9 +1,18 @@
 /**
- * Starts the service: config → app → listen; closes cleanly on SIGINT/SIGTERM.
+ * Starts the service: config → app → listen; on SIGINT/SIGTERM, a drained shutdown:
+ *
+ * | step | what                                                                                   |
+ * |------|----------------------------------------------------------------------------------------|
+ * | 1    | readiness answers 503 `stopping`; responses carry `Connection: close`                  |
+ * | 2    | for SHUTDOWN_DELAY_MS the instance still serves, so load balancers take it out first    |
+ * | 3    | the listener stops accepting; idle keep-alive connections close                          |
+ * | 4    | requests in flight finish (hung-up clients' too), at most SHUTDOWN_TIMEOUT_MS           |
+ * | 5    | the webhook worker and the cleanup job stop; then the pools close                        |
  */
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
+import net from 'node:net';
 import { createApp } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
 import type { Config } from './config.js';
@@ -45,12 +54,21 @@ async function main() {
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    console.log(`${signal}: closing`);
-    const force = setTimeout(() => server.closeAllConnections(), 10_000).unref();
-    server.closeIdleConnections();
-    await new Promise((resolve) => server.close(resolve));
-    clearTimeout(force);
-    await app.close();
+    const { shutdownDelayMs, shutdownMs } = config.timeouts;
+    console.log(`${signal}: draining (not ready; closing the listener in ${shutdownDelayMs} ms)`);
+    app.startDraining();
+    await new Promise((resolve) => setTimeout(resolve, shutdownDelayMs));
+    // Stop accepting, but let open connections deliver the request they carry: http's own
+    // close() would also drop connections whose request has not been read yet.
+    const deadline = Date.now() + shutdownMs;
+    const closed = new Promise((resolve) => net.Server.prototype.close.call(server, resolve));
+    await app.settled(shutdownMs);
+    server.closeIdleConnections(); // nothing is in flight on them: no request can start there any more
+    const settled = await app.close({ timeoutMs: Math.max(deadline - Date.now(), 0) });
+    if (!settled) console.error(`${signal}: requests still running after SHUTDOWN_TIMEOUT_MS (${shutdownMs} ms); closed anyway`);
+    server.closeAllConnections();
+    await closed;
+    console.log(`${signal}: closed`);
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));

@@ -50,6 +50,15 @@ describe('loadConfig defaults', () => {
       jwksFile: undefined,
       trustProxy: false,
       tls: undefined,
+      timeouts: {
+        redisCommandMs: 1000,
+        redisConnectMs: 2000,
+        databaseConnectMs: 2000,
+        databaseStatementMs: 2000,
+        databaseIdleInTransactionMs: 10_000,
+        shutdownDelayMs: 1000,
+        shutdownMs: 10_000,
+      },
     });
   });
 
@@ -82,6 +91,13 @@ describe('loadConfig defaults', () => {
       TRUST_PROXY: 'false',
       TLS_CERT_FILE: '/etc/oauth/cert.pem',
       TLS_KEY_FILE: '/etc/oauth/key.pem',
+      REDIS_COMMAND_TIMEOUT_MS: '250',
+      REDIS_CONNECT_TIMEOUT_MS: '500',
+      DATABASE_CONNECT_TIMEOUT_MS: '750',
+      DATABASE_STATEMENT_TIMEOUT_MS: '3000',
+      DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: '4000',
+      SHUTDOWN_DELAY_MS: '2500',
+      SHUTDOWN_TIMEOUT_MS: '0',
     });
     expect(config).toEqual({
       nodeEnv: 'test',
@@ -104,6 +120,15 @@ describe('loadConfig defaults', () => {
       jwksFile: '/etc/oauth/jwks.json',
       trustProxy: false,
       tls: { certFile: '/etc/oauth/cert.pem', keyFile: '/etc/oauth/key.pem' },
+      timeouts: {
+        redisCommandMs: 250,
+        redisConnectMs: 500,
+        databaseConnectMs: 750,
+        databaseStatementMs: 3000,
+        databaseIdleInTransactionMs: 4000,
+        shutdownDelayMs: 2500,
+        shutdownMs: 0,
+      },
     });
   });
 
@@ -149,6 +174,13 @@ describe('a bad value throws ConfigError naming the variable', () => {
     ['TLS_KEY_FILE', { TLS_CERT_FILE: '/etc/oauth/cert.pem' }],
     ['TLS_CERT_FILE', { TLS_KEY_FILE: '/etc/oauth/key.pem' }],
     ['REDIS_KEY_PREFIX', { REDIS_KEY_PREFIX: 'has spaces' }],
+    ['REDIS_COMMAND_TIMEOUT_MS', { REDIS_COMMAND_TIMEOUT_MS: '0' }],
+    ['REDIS_CONNECT_TIMEOUT_MS', { REDIS_CONNECT_TIMEOUT_MS: 'soon' }],
+    ['DATABASE_CONNECT_TIMEOUT_MS', { DATABASE_CONNECT_TIMEOUT_MS: '60001' }],
+    ['DATABASE_STATEMENT_TIMEOUT_MS', { DATABASE_STATEMENT_TIMEOUT_MS: '1.5' }],
+    ['DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS', { DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: '-5' }],
+    ['SHUTDOWN_TIMEOUT_MS', { SHUTDOWN_TIMEOUT_MS: 'ten seconds' }],
+    ['SHUTDOWN_DELAY_MS', { SHUTDOWN_DELAY_MS: '1e3' }],
     // https without TLS or a trusted proxy could never set a Secure cookie.
     ['TRUST_PROXY', { BASE_URL: 'https://auth.example.com' }],
   ])('%s in %j', (variable, env) => {

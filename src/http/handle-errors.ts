@@ -1,12 +1,15 @@
 /**
  * Turns anything thrown below into the spec's `{error, error_description}` with its status,
  * through one responder (JSON or page). Internals never reach a response: an unexpected
- * error is logged and answered with a generic 500.
+ * error is logged and answered with a generic 500. A store that is down, hung or refusing is
+ * a 503 `temporarily_unavailable` with `Retry-After`, whoever answered it (our routes here,
+ * or the provider, which answers StoreUnavailableError itself).
  */
 import type { Context, Middleware } from 'koa';
 import { errors } from 'oidc-provider';
-import { ServiceError, specErrorCode, specStatus } from '../errors.js';
+import { ServiceError, specErrorCode, specStatus, UNAVAILABLE_RETRY_AFTER_SECONDS } from '../errors.js';
 import type { ErrorBody, ErrorResponder } from '../errors.js';
+import { asUnavailable } from '../store/store-failure.js';
 
 /** Fixed words for client errors raised by body parsers, whose messages may echo internals. */
 const CLIENT_ERRORS: Record<number, string> = {
@@ -16,8 +19,9 @@ const CLIENT_ERRORS: Record<number, string> = {
   415: 'unsupported request content type or charset',
 };
 
-function toWire(error: unknown): { body: ErrorBody; status: number } | undefined {
-  if (error instanceof ServiceError) return { body: error.body, status: error.status };
+function toWire(thrown: unknown): { body: ErrorBody; status: number } | undefined {
+  if (thrown instanceof ServiceError) return { body: thrown.body, status: thrown.status };
+  const error = asUnavailable(undefined, thrown);
   if (error instanceof errors.OIDCProviderError) {
     return { body: { error: specErrorCode(error.error), error_description: error.error_description ?? error.message }, status: error.statusCode };
   }
@@ -46,5 +50,7 @@ export function handleErrors(respond: ErrorResponder, log: (error: unknown, ctx:
       };
       respond(ctx, body, status);
     }
+    // RFC 9110 §10.2.3: a 503 says when to come back (the provider's own answers included).
+    if (ctx.status === 503 && !ctx.response.get('Retry-After')) ctx.set('Retry-After', String(UNAVAILABLE_RETRY_AFTER_SECONDS));
   };
 }

@@ -9,6 +9,7 @@
  */
 import { errors } from 'oidc-provider';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
+import type { StoreGuard } from '../store/store-failure.js';
 
 export type { Adapter, AdapterPayload };
 
@@ -31,14 +32,35 @@ export function alreadyConsumed(model: string): Error {
   return new errors.InvalidGrant(`${label} already consumed`);
 }
 
+const METHODS = ['upsert', 'find', 'findByUid', 'findByUserCode', 'consume', 'destroy', 'revokeByGrantId'] as const;
+
+/**
+ * The adapter with every call through its store's guard (store/store-failure.ts): a store
+ * failure becomes a 503 `temporarily_unavailable` (errors.ts), which the provider answers as it
+ * is, instead of its 500 "server_error".
+ */
+function guarded(guard: StoreGuard, adapter: Adapter): Adapter {
+  const wrapped = {} as Record<(typeof METHODS)[number], unknown>;
+  for (const method of METHODS) {
+    const call = adapter[method] as (...args: unknown[]) => Promise<unknown>;
+    wrapped[method] = (...args: unknown[]) => guard(() => call.apply(adapter, args));
+  }
+  return wrapped as unknown as Adapter;
+}
+
 export function createAdapterFactory(stores: {
   durable: AdapterFor;
   shortLived: AdapterFor;
   client: Adapter;
+  /** The guards of the durable store (clients too) and of the short-lived one. */
+  guards: { durable: StoreGuard; shortLived: StoreGuard };
 }): AdapterFor {
+  const client = guarded(stores.guards.durable, stores.client);
   return (model) => {
-    if (model === 'Client') return stores.client;
-    return SHORT_LIVED_MODELS.has(model) ? stores.shortLived(model) : stores.durable(model);
+    if (model === 'Client') return client;
+    return SHORT_LIVED_MODELS.has(model)
+      ? guarded(stores.guards.shortLived, stores.shortLived(model))
+      : guarded(stores.guards.durable, stores.durable(model));
   };
 }
 

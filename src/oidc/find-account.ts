@@ -6,6 +6,7 @@
  */
 import type { FindAccount } from 'oidc-provider';
 import type { User } from '../generated/prisma/client.js';
+import type { StoreGuard } from '../store/store-failure.js';
 
 /** Which claims each scope releases. Every token carries `openid` (see spec-glue.ts). */
 export const CLAIMS = {
@@ -14,9 +15,10 @@ export const CLAIMS = {
   email: ['email', 'email_verified'],
 };
 
-export function createFindAccount(findById: (id: string) => Promise<User | null>): FindAccount {
+/** `database`: the guard of the users' store; inside the provider a failure must be a 503 it answers as is. */
+export function createFindAccount(findById: (id: string) => Promise<User | null>, database: StoreGuard): FindAccount {
   return async (_ctx, id) => {
-    const user = await findById(id);
+    const user = await database(() => findById(id));
     if (!user) return undefined;
     return {
       accountId: user.id,

@@ -2,13 +2,20 @@
  * Opens the durable store: PostgreSQL at `databaseUrl`, or embedded PGlite under `dataDir`.
  * Either way the caller gets one Prisma client and one raw connection for migrations.
  *
- * @example const db = await openDatabase({ databaseUrl, dataDir }); await db.prisma.user.count();
+ * Every PostgreSQL call is bounded (config.ts `Timeouts`): connecting and waiting for a pooled
+ * connection (`connectionTimeoutMillis`), each statement (the server's `statement_timeout`,
+ * and the client's `query_timeout` a little later for a server that cannot even cancel), and
+ * a transaction its client left idle (`idle_in_transaction_session_timeout`). A connection
+ * whose query failed is dropped from the pool, not reused.
+ *
+ * @example const db = await openDatabase({ databaseUrl, dataDir, timeouts }); await db.prisma.user.count();
  */
 import pg from 'pg';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaClient } from '../generated/prisma/client.js';
 import { openEmbeddedPostgres } from './embedded-postgres.js';
+import type { Timeouts } from '../config.js';
 import type { SqlConnection } from './sql.js';
 
 export interface Database {
@@ -16,15 +23,33 @@ export interface Database {
   readonly embedded: boolean;
   /** Lends one dedicated connection (session-level advisory locks need one). */
   withConnection<T>(use: (sql: SqlConnection) => Promise<T>): Promise<T>;
+  /** One `SELECT 1` (readiness). */
+  ping(): Promise<void>;
   close(): Promise<void>;
 }
 
-export async function openDatabase(options: { databaseUrl: string | undefined; dataDir: string }): Promise<Database> {
-  return options.databaseUrl ? openPostgres(options.databaseUrl) : openEmbedded(options.dataDir);
+export type DatabaseTimeouts = Pick<Timeouts, 'databaseConnectMs' | 'databaseStatementMs' | 'databaseIdleInTransactionMs'>;
+
+export const DEFAULT_DATABASE_TIMEOUTS: DatabaseTimeouts = { databaseConnectMs: 2000, databaseStatementMs: 2000, databaseIdleInTransactionMs: 10_000 };
+
+/** How much later than the server's statement_timeout the client gives up on its own. */
+const CLIENT_MARGIN_MS = 500;
+
+export async function openDatabase(options: { databaseUrl: string | undefined; dataDir: string; timeouts?: DatabaseTimeouts }): Promise<Database> {
+  const timeouts = options.timeouts ?? DEFAULT_DATABASE_TIMEOUTS;
+  return options.databaseUrl ? openPostgres(options.databaseUrl, timeouts) : openEmbedded(options.dataDir);
 }
 
-function openPostgres(connectionString: string): Database {
-  const pool = new pg.Pool({ connectionString, max: 10 });
+function openPostgres(connectionString: string, timeouts: DatabaseTimeouts): Database {
+  const pool = new pg.Pool({
+    connectionString,
+    max: 10,
+    connectionTimeoutMillis: timeouts.databaseConnectMs,
+    statement_timeout: timeouts.databaseStatementMs,
+    query_timeout: timeouts.databaseStatementMs + CLIENT_MARGIN_MS,
+    idle_in_transaction_session_timeout: timeouts.databaseIdleInTransactionMs,
+    keepAlive: true,
+  });
   // An idle client that loses its server emits 'error' on the pool; without a listener that
   // kills the process. The next query reports the problem instead.
   pool.on('error', () => {});
@@ -32,16 +57,24 @@ function openPostgres(connectionString: string): Database {
   return {
     prisma,
     embedded: false,
+    // Migrations get a connection of their own, outside the pool and its statement timeout: a
+    // migration may rightly take longer than a request's statement, and waits for another
+    // instance's advisory lock. Connecting is still bounded.
     async withConnection(use) {
-      const client = await pool.connect();
+      const client = new pg.Client({ connectionString, connectionTimeoutMillis: timeouts.databaseConnectMs });
+      client.on('error', () => {});
+      await client.connect();
       try {
         return await use({
           query: async (text, params) => ({ rows: (await client.query(text, params)).rows as never[] }),
           exec: async (script) => { await client.query(script); },
         });
       } finally {
-        client.release();
+        await client.end();
       }
+    },
+    async ping() {
+      await pool.query('SELECT 1');
     },
     async close() {
       await prisma.$disconnect();
@@ -61,6 +94,9 @@ async function openEmbedded(dataDir: string): Promise<Database> {
       query: async (text, params) => ({ rows: (await pglite.query(text, params)).rows as never[] }),
       exec: async (script) => { await pglite.exec(script); },
     }),
+    async ping() {
+      await pglite.query('SELECT 1');
+    },
     async close() {
       await prisma.$disconnect();
       await embedded.close();

@@ -16,7 +16,7 @@ import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, RLWrapperTimeouts } from 'rate-limiter-flexible';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 
-/** How long a Redis command may take before the insurance limiter answers instead. */
+/** How long a Redis command may take before the insurance limiter answers instead (REDIS_COMMAND_TIMEOUT_MS's default). */
 export const REDIS_TIMEOUT_MS = 1000;
 
 /** Whole seconds until `ms` has passed, at least 1: what `Retry-After` says (RFC 9110 §10.2.3). */
@@ -47,8 +47,11 @@ export interface Limiter {
   delete(key: string): Promise<void>;
 }
 
-/** Where counters live: Redis under `keyPrefix`, or (undefined) this process's memory. */
-export type LimiterStore = { readonly redis: Redis; readonly keyPrefix: string } | undefined;
+/**
+ * Where counters live: Redis under `keyPrefix` (each call given up on after `timeoutMs`, default
+ * {@link REDIS_TIMEOUT_MS}), or (undefined) this process's memory.
+ */
+export type LimiterStore = { readonly redis: Redis; readonly keyPrefix: string; readonly timeoutMs?: number } | undefined;
 
 /** Builds limiters on one store: `limiter(name, points, durationSeconds)`. */
 export type LimiterFactory = (name: string, points: number, duration: number) => Limiter;
@@ -78,14 +81,16 @@ export function createLimiterFactory(store: LimiterStore): LimiterFactory {
   return (name, points, duration) => {
     const memory = new RateLimiterMemory({ keyPrefix: name, points, duration });
     if (!store) return wrap(memory, points);
+    // The insurance belongs to the wrapper alone: it answers every failure (refused, timed out,
+    // not ready). Given to the Redis limiter too, a command that times out in the client
+    // (REDIS_COMMAND_TIMEOUT_MS) as the wrapper does would be counted twice in memory.
     const redis = new RateLimiterRedis({
       storeClient: store.redis,
       keyPrefix: `${store.keyPrefix}${name}`,
       points,
       duration,
       rejectIfRedisNotReady: true,
-      insuranceLimiter: memory,
     });
-    return wrap(new RLWrapperTimeouts({ limiter: redis, timeoutMs: REDIS_TIMEOUT_MS, insuranceLimiter: memory }), points);
+    return wrap(new RLWrapperTimeouts({ limiter: redis, timeoutMs: store.timeoutMs ?? REDIS_TIMEOUT_MS, insuranceLimiter: memory }), points);
   };
 }

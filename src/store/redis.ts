@@ -1,11 +1,30 @@
 /**
- * Connects to Redis. Commands fail fast while the connection is down (no offline queue), so
- * a dead Redis surfaces as an error on the request that needed it, not as a hang.
+ * Connects to Redis, with every call bounded:
+ * - no offline queue: while the connection is down a command fails at once instead of waiting;
+ * - `commandTimeout`: a Redis that stops answering (a hung host, a full network buffer) fails
+ *   the command after `redisCommandMs`;
+ * - `connectTimeout`: opening a connection gives up after `redisConnectMs`;
+ * - one retry per request at most; reconnection goes on in the background, at most every 2 s.
+ * A failure then surfaces on the request that needed Redis, as a 503 (store-failure.ts).
+ *
+ * @example const redis = await connectRedis(url, { redisCommandMs: 1000, redisConnectMs: 2000 });
  */
 import { Redis } from 'ioredis';
+import type { Timeouts } from '../config.js';
 
-export async function connectRedis(url: string): Promise<Redis> {
-  const redis = new Redis(url, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+export type RedisTimeouts = Pick<Timeouts, 'redisCommandMs' | 'redisConnectMs'>;
+
+export const DEFAULT_REDIS_TIMEOUTS: RedisTimeouts = { redisCommandMs: 1000, redisConnectMs: 2000 };
+
+export async function connectRedis(url: string, timeouts: RedisTimeouts = DEFAULT_REDIS_TIMEOUTS): Promise<Redis> {
+  const redis = new Redis(url, {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    commandTimeout: timeouts.redisCommandMs,
+    connectTimeout: timeouts.redisConnectMs,
+    retryStrategy: (attempt) => Math.min(attempt * 100, 2000),
+  });
   // ioredis reconnects by itself; without a listener a lost connection would be an uncaught error.
   redis.on('error', () => {});
   try {

@@ -12,6 +12,7 @@ const TITLES: Record<number, string> = {
   403: 'Not allowed',
   404: 'Page not found',
   429: 'Too many requests',
+  503: 'Temporarily unavailable',
 };
 
 /** JSON when the path is an API (`jsonPaths`), the body is JSON, or Accept prefers JSON over HTML. */

@@ -17,6 +17,7 @@ interface Service {
   environment?: Record<string, string | number | boolean | null> | string[];
   depends_on?: string[] | Record<string, { condition?: string }>;
   healthcheck?: { test?: string | string[]; disable?: boolean };
+  stop_grace_period?: string;
   volumes?: (string | { target?: string })[];
 }
 
@@ -102,6 +103,13 @@ describe('docker-compose.yml', () => {
     });
     expect(unchecked).toEqual([]);
     expect(JSON.stringify(app.healthcheck?.test)).toContain(HEALTH_PATH);
+  });
+
+  test('app is given the time of a drained shutdown before Docker kills it', () => {
+    const { shutdownDelayMs, shutdownMs } = loadConfig({ ...imageEnv, ...environment(app) }).timeouts;
+    const grace = /^(\d+)s$/.exec(app.stop_grace_period ?? '');
+    expect(grace).not.toBeNull();
+    expect(Number(grace![1]) * 1000).toBeGreaterThan(shutdownDelayMs + shutdownMs);
   });
 
   test("app's environment only sets variables src/config.ts reads", () => {

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from '../../src/app.js';
-import type { App } from '../../src/app.js';
+import type { App, Logger } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import type { Config } from '../../src/config.js';
 import { createTestDatabase, deleteRedisKeys, dropDatabase, REDIS_URL, tempDataDir, testRedisPrefix } from './services.js';
@@ -39,8 +39,8 @@ export interface StartOptions {
   env?: Record<string, string>;
   /** Restart on the data of an earlier TestApp (its `env`). */
   reuse?: Record<string, string>;
-  /** Receives errors the app logs (default: fail loudly in the test output). */
-  log?: (error: unknown) => void;
+  /** Receives errors the app logs, with the request's context when one failed (default: fail loudly in the test output). */
+  log?: Logger;
 }
 
 async function listen(server: http.Server, port = 0): Promise<number> {

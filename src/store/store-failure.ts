@@ -1,0 +1,134 @@
+/**
+ * Tells a store failure (the store is down, hung, refusing or out of connections) from any
+ * other error, and turns it into the one error the wire knows, {@link StoreUnavailableError}
+ * (503 `temporarily_unavailable`). A failure of our own code stays what it is (a logged 500):
+ * only what the store did is classified.
+ *
+ * @example await unavailableOn('redis', () => redis.get(key));
+ */
+import { StoreUnavailableError } from '../errors.js';
+import type { StoreName } from '../errors.js';
+
+/** Socket errors of a connection that cannot be made or was lost. */
+const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNABORTED']);
+
+/**
+ * SQLSTATEs of a server that cannot serve: 08 connection exception, 53 insufficient resources,
+ * 57P01–57P05 operator intervention (shutdown, cannot connect now), 57014 query_canceled
+ * (statement_timeout), 25P03 idle_in_transaction_session_timeout.
+ * @see https://www.postgresql.org/docs/15/errcodes-appendix.html
+ */
+const SQLSTATE = /^(08|53|57P0|57014$|25P03$)/;
+
+/** Prisma driver-adapter error kinds for the same conditions (@prisma/adapter-pg). */
+const ADAPTER_KINDS = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections']);
+
+/** Prisma's codes: can't reach, timed out, server closed the connection, pool timeout, transaction not started in time. */
+const PRISMA_CODES = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024']);
+
+/** Messages of node-postgres, pg-pool, ioredis and Prisma's transaction manager for a store that does not answer. */
+const MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Connection is closed|Command timed out|Stream isn't writeable|Reached the max retries per request limit|Transaction API error: Unable to start a transaction in the given time|Cannot use a pool after calling end on the pool|Client was closed and is not queryable)/;
+
+interface Shape {
+  name?: unknown;
+  code?: unknown;
+  kind?: unknown;
+  originalCode?: unknown;
+  message?: unknown;
+  cause?: unknown;
+  meta?: { driverAdapterError?: unknown };
+}
+
+function failureHere(error: Shape): boolean {
+  if (typeof error.code === 'string' && (SOCKET_CODES.has(error.code) || SQLSTATE.test(error.code) || PRISMA_CODES.has(error.code))) return true;
+  if (typeof error.originalCode === 'string' && SQLSTATE.test(error.originalCode)) return true;
+  if (typeof error.kind === 'string' && ADAPTER_KINDS.has(error.kind)) return true;
+  if (error.kind === 'postgres' && typeof error.code === 'string' && SQLSTATE.test(error.code)) return true;
+  if (error.name === 'PrismaClientInitializationError' || error.name === 'MaxRetriesPerRequestError') return true;
+  return typeof error.message === 'string' && MESSAGES.test(error.message);
+}
+
+/** True when `error` (or what it wraps) says a store did not answer, or refused to serve. */
+export function isStoreFailure(error: unknown): boolean {
+  const seen = new Set<unknown>();
+  const queue: unknown[] = [error];
+  while (queue.length > 0) {
+    const next = queue.shift();
+    if (typeof next !== 'object' || next === null || seen.has(next)) continue;
+    seen.add(next);
+    const shape = next as Shape;
+    if (failureHere(shape)) return true;
+    queue.push(shape.cause, shape.meta?.driverAdapterError);
+  }
+  return false;
+}
+
+/** The error to throw: a store failure becomes {@link StoreUnavailableError}, anything else is itself. */
+export function asUnavailable(store: StoreName | undefined, error: unknown): unknown {
+  if (error instanceof StoreUnavailableError) return error;
+  return isStoreFailure(error) ? new StoreUnavailableError(store, error) : error;
+}
+
+/** Runs `work`; a store failure comes out as {@link StoreUnavailableError}. */
+export async function unavailableOn<T>(store: StoreName, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    throw asUnavailable(store, error);
+  }
+}
+
+/** The client gave up waiting (as opposed to a refusal or a lost connection, which fail at once). */
+const TIMED_OUT = /^(Query read timeout|timeout exceeded when trying to connect|Connection terminated due to connection timeout|Command timed out)/;
+
+function timedOut(error: unknown): boolean {
+  for (let e = error as Shape | undefined, depth = 0; e && depth < 5; e = e.cause as Shape | undefined, depth += 1) {
+    if (typeof e.message === 'string' && TIMED_OUT.test(e.message)) return true;
+  }
+  return false;
+}
+
+/** Calls to one store, failing fast while it is seen hung. */
+export type StoreGuard = <T>(work: () => Promise<T>) => Promise<T>;
+
+/** How long a store that just timed out is not asked at all. */
+export const HUNG_PAUSE_MS = 1000;
+
+/**
+ * Like {@link unavailableOn}, with a breaker for a hung store. Once a call has timed out (a hung
+ * store, as opposed to a refusal or a lost connection, which fail at once anyway), calls fail at
+ * once for {@link HUNG_PAUSE_MS}; after that one call at a time probes the store while the others
+ * still fail at once, and the first answer closes the breaker. So a hung store costs a request
+ * one timeout at most (the provider's error handler, for one, looks the client up again after a
+ * failure), requests do not pile up behind it, and recovery is seen by the first probe.
+ *
+ * @example const database = storeGuard('database'); await database(() => prisma.user.findUnique(…));
+ */
+export function storeGuard(store: StoreName, pauseMs = HUNG_PAUSE_MS): StoreGuard {
+  let hungSince: number | undefined;
+  let probing = false;
+
+  return async (work) => {
+    if (hungSince === undefined) {
+      try {
+        return await work();
+      } catch (error) {
+        if (timedOut(error)) hungSince = Date.now();
+        throw asUnavailable(store, error);
+      }
+    }
+    if (probing || Date.now() - hungSince < pauseMs) throw new StoreUnavailableError(store);
+    probing = true;
+    try {
+      const result = await work();
+      hungSince = undefined;
+      return result;
+    } catch (error) {
+      if (isStoreFailure(error)) hungSince = Date.now();
+      else hungSince = undefined; // the store answered (with an error of another kind)
+      throw asUnavailable(store, error);
+    } finally {
+      probing = false;
+    }
+  };
+}

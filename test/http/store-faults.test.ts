@@ -1,0 +1,229 @@
+/**
+ * A store that is down or hung never hangs the service and never answers 500: each path answers
+ * what it can without that store, and otherwise 503 `temporarily_unavailable` with Retry-After
+ * (a readable page in the browser), within its timeout plus a margin; health answers within 2 s;
+ * and once the store is back every path works again without a restart.
+ *
+ * The app runs on a private redis-server and a private Postgres cluster, which the test stops
+ * (SIGKILL), pauses (SIGSTOP: a hung host) and brings back — never the machine's shared ones.
+ */
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { Browser } from '../helpers/browser.js';
+import type { TestClient } from '../helpers/browser.js';
+import { basicAuth, createUser, obtainTokens, registerClient } from '../helpers/fixtures.js';
+import { startPostgresServer } from '../helpers/postgres-server.js';
+import type { PostgresServer } from '../helpers/postgres-server.js';
+import { startRedisServer } from '../helpers/redis-server.js';
+import type { RedisServer } from '../helpers/redis-server.js';
+import { testRedisPrefix } from '../helpers/services.js';
+import { startTestApp } from '../helpers/test-app.js';
+import type { TestApp } from '../helpers/test-app.js';
+
+/** The documented defaults: Redis commands 1 s; Postgres statements 2 s (+0.5 s client margin), connections 2 s. */
+const BOUND_MS = { redis: 3500, database: 5000 } as const;
+
+type Store = keyof typeof BOUND_MS;
+
+interface Answer {
+  status: number;
+  ms: number;
+  type: string;
+  body: string;
+  retryAfter: string | null;
+  location: string | null;
+}
+
+/** What a path needs to answer normally, ready before the fault. */
+interface Fixtures {
+  client: TestClient;
+  loggedIn: Browser; // a session that has consented: silent authorize
+  atLogin: { browser: Browser; page: { url: string; body: string } };
+  atConsent: { browser: Browser; page: { url: string; body: string } };
+  code: string;
+  tokens: { access_token: string; refresh_token: string };
+  revocable: { access_token: string };
+}
+
+describe('stores down or hung: bounded, clean answers, then recovery', () => {
+  let redis: RedisServer;
+  let postgres: PostgresServer;
+  let t: TestApp;
+  let user: { username: string; password: string };
+  /** Errors logged while answering a request (the background jobs' complaints during a fault are expected). */
+  const logged: string[] = [];
+
+  beforeAll(async () => {
+    [redis, postgres] = await Promise.all([startRedisServer(), startPostgresServer()]);
+    t = await startTestApp({
+      mode: 'embedded', // no shared database: the environment below names the private stores
+      env: { DATABASE_URL: postgres.url, REDIS_URL: redis.url, REDIS_KEY_PREFIX: testRedisPrefix() },
+      log: (error, ctx) => { if (ctx) logged.push(`${ctx.method} ${ctx.path}: ${String(error)}`); },
+    });
+    user = await createUser(t);
+  }, 120_000);
+  afterAll(async () => {
+    redis?.resume();
+    postgres?.resume();
+    await t?.close({ keepData: true });
+    await Promise.all([redis?.stop(), postgres?.stop()]);
+  }, 60_000);
+
+  const authorizeQuery = (client: TestClient) => new URLSearchParams({ client_id: client.client_id, redirect_uri: client.redirect_uri, response_type: 'code', state: 's1' });
+
+  async function prepare(): Promise<Fixtures> {
+    const client = await registerClient(t);
+    const loggedIn = new Browser(t.baseUrl);
+    await loggedIn.authorize(client, user);
+    const atLogin = new Browser(t.baseUrl);
+    const loginPage = await atLogin.follow(`/api/authorize.php?${authorizeQuery(client)}`);
+    const atConsent = new Browser(t.baseUrl);
+    const consentPage = await atConsent.submit(await atConsent.follow(`/api/authorize.php?${authorizeQuery(client)}`), '/login', user);
+    expect(consentPage.body).toContain('/confirm"');
+    const code = new URL((await new Browser(t.baseUrl).authorize(client, user))).searchParams.get('code')!;
+    return {
+      client, loggedIn, code,
+      atLogin: { browser: atLogin, page: loginPage },
+      atConsent: { browser: atConsent, page: consentPage },
+      tokens: await obtainTokens(t, client, user),
+      revocable: await obtainTokens(t, client, user),
+    };
+  }
+
+  async function timed(send: () => Promise<Response>): Promise<Answer> {
+    const started = Date.now();
+    const res = await send();
+    const body = await res.text();
+    return { status: res.status, ms: Date.now() - started, type: res.headers.get('content-type') ?? '', body, retryAfter: res.headers.get('retry-after'), location: res.headers.get('location') };
+  }
+
+  const signal = () => AbortSignal.timeout(15_000);
+  const form = (fields: Record<string, string>) => ({ 'content-type': 'application/x-www-form-urlencoded', body: new URLSearchParams(fields).toString() });
+  const post = (path: string, fields: Record<string, string>, headers: Record<string, string> = {}) => {
+    const { body, ...type } = form(fields);
+    return fetch(`${t.baseUrl}${path}`, { method: 'POST', headers: { ...type, accept: 'application/json', ...headers }, body, signal: signal() });
+  };
+  const csrfOf = (page: { body: string }, action: string) => {
+    const forms = [...page.body.matchAll(/<form[^>]*action="([^"]*)"[^>]*>([\s\S]*?)<\/form>/g)];
+    const match = forms.find((f) => f[1]!.endsWith(action))!;
+    return { url: new URL(match[1]!, t.baseUrl).toString(), csrf: /name="_csrf" value="([^"]*)"/.exec(match[2]!)![1]! };
+  };
+
+  /** Every path, as its users send it. */
+  const PATHS: Record<string, (f: Fixtures) => Promise<Answer>> = {
+    'login page': (f) => timed(async () => {
+      const step = await f.atLogin.browser.request(f.atLogin.page.url);
+      return new Response(step.body, { status: step.status, headers: step.headers });
+    }),
+    'login POST': (f) => timed(async () => {
+      const { url, csrf } = csrfOf(f.atLogin.page, '/login');
+      const step = await f.atLogin.browser.request(url, { form: { _csrf: csrf, username: user.username, password: user.password } });
+      return new Response(step.body, { status: step.status, headers: step.headers });
+    }),
+    consent: (f) => timed(async () => {
+      const { url, csrf } = csrfOf(f.atConsent.page, '/confirm');
+      const step = await f.atConsent.browser.request(url, { form: { _csrf: csrf } });
+      return new Response(step.body, { status: step.status, headers: step.headers });
+    }),
+    'silent authorize': (f) => timed(async () => {
+      const step = await f.loggedIn.request(`/api/authorize.php?${authorizeQuery(f.client)}`);
+      return new Response(step.status === 303 ? null : step.body, { status: step.status, headers: step.headers });
+    }),
+    'token exchange': (f) => timed(() => post('/api/token.php', { code: f.code, client_id: f.client.client_id, client_secret: f.client.client_secret })),
+    refresh: (f) => timed(() => post('/api/token.php', { grant_type: 'refresh_token', refresh_token: f.tokens.refresh_token, client_id: f.client.client_id, client_secret: f.client.client_secret })),
+    userinfo: (f) => timed(() => fetch(`${t.baseUrl}/api/userinfo.php`, { headers: { authorization: `Bearer ${f.tokens.access_token}` }, signal: signal() })),
+    revoke: (f) => timed(() => post('/api/revoke.php', { token: f.revocable.access_token }, { authorization: basicAuth(f.client) })),
+    introspect: (f) => timed(() => post('/api/introspect.php', { token: f.tokens.access_token }, { authorization: basicAuth(f.client) })),
+    register: () => timed(() => fetch(`${t.baseUrl}/api/register.php`, {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_name: 'During a fault', redirect_uri: 'http://localhost:9999/cb' }), signal: signal(),
+    })),
+    'webhooks API': (f) => timed(() => fetch(`${t.baseUrl}/api/webhooks.php`, { headers: { authorization: basicAuth(f.client) }, signal: signal() })),
+    '/healthz/live': () => timed(() => fetch(`${t.baseUrl}/healthz/live`, { signal: signal() })),
+    '/healthz/ready': () => timed(() => fetch(`${t.baseUrl}/healthz/ready`, { signal: signal() })),
+  };
+
+  /** The normal answer of each path. */
+  const HEALTHY: Record<string, number> = {
+    'login page': 200, 'login POST': 303, consent: 303, 'silent authorize': 303, 'token exchange': 200, refresh: 200,
+    userinfo: 200, revoke: 200, introspect: 200, register: 201, 'webhooks API': 200, '/healthz/live': 200, '/healthz/ready': 200,
+  };
+
+  /** Paths that need the store; the others must keep answering normally without it. */
+  const NEEDS: Record<Store, ReadonlySet<string>> = {
+    // Sessions and interactions live in Redis; tokens, clients and users do not (rate limits
+    // fall back to the per-process insurance limiter).
+    redis: new Set(['login page', 'login POST', 'consent', 'silent authorize']),
+    database: new Set(['login page', 'login POST', 'consent', 'silent authorize', 'token exchange', 'refresh', 'userinfo', 'revoke', 'introspect', 'register', 'webhooks API']),
+  };
+
+  function expectUnavailable(path: string, answer: Answer) {
+    if (answer.status === 303) {
+      // RFC 6749 §4.1.2.1: the client and redirect_uri are trusted, so the error goes to the client.
+      const location = new URL(answer.location!);
+      expect({ path, error: location.searchParams.get('error'), state: location.searchParams.get('state') }).toEqual({ path, error: 'temporarily_unavailable', state: 's1' });
+      return;
+    }
+    expect({ path, status: answer.status }).toEqual({ path, status: 503 });
+    expect(Number(answer.retryAfter)).toBeGreaterThanOrEqual(1);
+    if (answer.type.startsWith('application/json')) {
+      expect(JSON.parse(answer.body)).toEqual({ error: 'temporarily_unavailable', error_description: expect.any(String) });
+    } else {
+      expect(answer.type).toMatch(/^text\/html/);
+      expect(answer.body).toContain('Temporarily unavailable');
+      expect(answer.body).toContain('temporarily_unavailable');
+    }
+  }
+
+  async function underFault(store: Store, how: 'stopped' | 'paused') {
+    const fixtures = await prepare();
+    const server = store === 'redis' ? redis : postgres;
+    if (how === 'stopped') await server.kill();
+    else server.pause();
+    let answers: [string, Answer][];
+    try {
+      // All at once, as traffic arrives: none may wait on another.
+      answers = await Promise.all(Object.entries(PATHS).map(async ([path, send]) => [path, await send(fixtures)] as [string, Answer]));
+    } finally {
+      if (how === 'stopped') await server.restart();
+      else server.resume();
+    }
+    if (process.env.FAULT_TIMINGS) console.log(store, how, answers.map(([path, a]) => `${path}: ${a.status} ${a.ms} ms${a.location ? ` → ${a.location}` : ''}`).join('\n'));
+    for (const [path, answer] of answers) {
+      expect({ path, ms: answer.ms, bounded: answer.ms < BOUND_MS[store] }).toEqual({ path, ms: answer.ms, bounded: true });
+      expect(answer.body).not.toMatch(/oops|server_error|\bat .*\.(js|ts):\d+/);
+      if (path === '/healthz/ready') {
+        expect({ status: answer.status, body: JSON.parse(answer.body) }).toEqual({ status: 503, body: { status: 'unavailable', failing: [store] } });
+      } else if (NEEDS[store].has(path)) {
+        expectUnavailable(path, answer);
+      } else {
+        expect({ path, status: answer.status }).toEqual({ path, status: HEALTHY[path] });
+      }
+    }
+    await expectRecovered();
+  }
+
+  /** Fresh fixtures, every path answered normally: the service recovered by itself. */
+  async function expectRecovered() {
+    for (let waited = 0; (await fetch(`${t.baseUrl}/healthz/ready`)).status !== 200; waited += 200) {
+      if (waited > 20_000) throw new Error('the service did not become ready again');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    const fixtures = await prepare();
+    for (const [path, send] of Object.entries(PATHS)) {
+      const answer = await send(fixtures);
+      expect({ path, status: answer.status }).toEqual({ path, status: HEALTHY[path] });
+    }
+  }
+
+  test('the fixtures work while both stores are up', async () => {
+    await expectRecovered();
+  }, 60_000);
+
+  test('Redis stopped', async () => { await underFault('redis', 'stopped'); }, 90_000);
+  test('Redis paused (hung)', async () => { await underFault('redis', 'paused'); }, 90_000);
+  test('Postgres stopped', async () => { await underFault('database', 'stopped'); }, 90_000);
+  test('Postgres paused (hung)', async () => { await underFault('database', 'paused'); }, 90_000);
+
+  test('no request failed unexpectedly: nothing was logged as a request error', () => {
+    expect(logged).toEqual([]);
+  });
+});

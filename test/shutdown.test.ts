@@ -1,0 +1,151 @@
+/**
+ * A drained shutdown (src/main.ts): on SIGTERM under sustained load, readiness turns 503 while
+ * the instance still serves, then the listener closes, every request in flight finishes — those
+ * whose client already hung up included — and only then do the pools close. No request fails,
+ * and no store error is logged by a request that outlived its pools.
+ *
+ * The load balancer is simulated: it polls readiness and stops routing once it answers 503.
+ */
+import http from 'node:http';
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import pg from 'pg';
+import { obtainCode } from './helpers/browser.js';
+import type { TestClient } from './helpers/browser.js';
+import { buildDist } from './helpers/build.js';
+import { obtainTokens, registerClient } from './helpers/fixtures.js';
+import { startInstance, stopInstance } from './helpers/instance.js';
+import type { Instance } from './helpers/instance.js';
+import { runNode } from './helpers/run-node.js';
+import { createTestDatabase, deleteRedisKeys, REDIS_URL, testRedisPrefix } from './helpers/services.js';
+import type { TestDatabase } from './helpers/services.js';
+import type { TestApp } from './helpers/test-app.js';
+
+const USER = { username: 'drain', password: 'correct horse battery' };
+
+/** Sends a code exchange and hangs up as soon as the request is written. */
+function exchangeAndHangUp(baseUrl: string, client: TestClient, code: string): Promise<void> {
+  return new Promise((resolve) => {
+    const body = new URLSearchParams({ code, client_id: client.client_id, client_secret: client.client_secret }).toString();
+    const req = http.request(`${baseUrl}/api/token.php`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', 'content-length': Buffer.byteLength(body) } });
+    req.on('error', () => resolve());
+    req.end(body, () => setTimeout(() => { req.destroy(); resolve(); }, 2));
+  });
+}
+
+const refused = (error: unknown) => (error as { cause?: { code?: string } }).cause?.code === 'ECONNREFUSED';
+
+describe('SIGTERM under load', () => {
+  let database: TestDatabase;
+  const prefix = testRedisPrefix();
+  let instance: Instance;
+  let client: TestClient;
+  let accessToken: string;
+  const codes: string[] = [];
+
+  beforeAll(async () => {
+    await buildDist();
+    database = await createTestDatabase();
+    const env = {
+      DATABASE_URL: database.url, REDIS_URL, REDIS_KEY_PREFIX: prefix, SHUTDOWN_DELAY_MS: '600',
+      RATE_LIMIT_PER_MINUTE: '1000000', TOKEN_RATE_LIMIT_PER_MINUTE: '1000000',
+    };
+    instance = await startInstance(env);
+    const created = await runNode('dist/cli.js', ['user:create', '--username', USER.username, '--password', USER.password, '--email', 'drain@example.com', '--full-name', 'Drain'], env);
+    expect(created.code).toBe(0);
+    const t = { baseUrl: instance.baseUrl } as TestApp;
+    client = await registerClient(t);
+    accessToken = (await obtainTokens(t, client, USER)).access_token;
+    for (let i = 0; i < 16; i += 1) codes.push(await obtainCode(instance.baseUrl, client, USER));
+  }, 180_000);
+  afterAll(async () => {
+    if (instance) await stopInstance(instance);
+    await database?.drop();
+    await deleteRedisKeys(prefix);
+  });
+
+  test('readiness turns 503 first; no in-flight request fails; pools close last', async () => {
+    let routing = true;
+    const readiness: { at: number; status: number | 'refused' }[] = [];
+    const outcomes = { ok: 0, failed: [] as string[] };
+
+    // The load balancer: polls readiness, stops routing at the first 503.
+    const balancer = (async () => {
+      for (let i = 0; i < 400; i += 1) {
+        try {
+          const res = await fetch(`${instance.baseUrl}/healthz/ready`);
+          readiness.push({ at: Date.now(), status: res.status });
+          if (res.status === 503) {
+            expect(await res.json()).toEqual({ status: 'stopping' });
+            routing = false;
+          }
+        } catch (error) {
+          if (!refused(error)) throw error;
+          readiness.push({ at: Date.now(), status: 'refused' });
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    })();
+
+    // Sustained load while routed: userinfo and introspection, 12 at a time.
+    const worker = async () => {
+      while (routing) {
+        try {
+          const res = await fetch(`${instance.baseUrl}/api/userinfo.php`, { headers: { authorization: `Bearer ${accessToken}` } });
+          await res.arrayBuffer();
+          if (res.status === 200) outcomes.ok += 1;
+          else outcomes.failed.push(`userinfo ${res.status}`);
+        } catch (error) {
+          outcomes.failed.push(`userinfo: ${String((error as Error).cause ?? error)}`);
+        }
+      }
+    };
+    const workers = Array.from({ length: 12 }, worker);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const okBefore = outcomes.ok;
+
+    // In flight at the signal: code exchanges, half of them from clients that hang up at once.
+    const exchanges = codes.slice(0, 8).map(async (code) => {
+      const res = await fetch(`${instance.baseUrl}/api/token.php`, {
+        method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ code, client_id: client.client_id, client_secret: client.client_secret }).toString(),
+      });
+      const body = await res.json() as { access_token?: string };
+      if (res.status !== 200) outcomes.failed.push(`exchange ${res.status}`);
+      return body.access_token;
+    });
+    const hangUps = codes.slice(8).map((code) => exchangeAndHangUp(instance.baseUrl, client, code));
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const signalledAt = Date.now();
+    instance.child.kill('SIGTERM');
+
+    const [issued] = await Promise.all([Promise.all(exchanges), Promise.all(hangUps), ...workers, balancer]);
+    const code = await instance.exited;
+
+    expect(outcomes.failed).toEqual([]);
+    expect(outcomes.ok).toBeGreaterThan(okBefore); // still served while draining
+    expect(issued.every((token) => typeof token === 'string')).toBe(true);
+    expect(code).toBe(0);
+
+    // Readiness: 200, then 503 after the signal, and only then refused connections.
+    const firstStopping = readiness.findIndex((r) => r.status === 503);
+    const firstRefused = readiness.findIndex((r) => r.status === 'refused');
+    expect(firstStopping).toBeGreaterThan(0);
+    expect(readiness[firstStopping]!.at).toBeGreaterThanOrEqual(signalledAt);
+    expect(firstRefused).toBeGreaterThan(firstStopping);
+
+    // The hung-up clients' exchanges ran to the end: every code is consumed and has its token.
+    const db = new pg.Client({ connectionString: database.url });
+    await db.connect();
+    try {
+      const { rows } = await db.query<{ consumed: number; tokens: number }>(`
+        SELECT (SELECT count(*)::int FROM oidc_models WHERE type = 'AuthorizationCode' AND id = ANY($1) AND consumed_at IS NOT NULL) AS consumed,
+               (SELECT count(*)::int FROM oidc_models WHERE type = 'AccessToken' AND payload->>'clientId' = $2) AS tokens`, [codes, client.client_id]);
+      expect(rows[0]).toEqual({ consumed: 16, tokens: 1 + 16 });
+    } finally {
+      await db.end();
+    }
+    // No request outlived the pools.
+    expect(instance.output).not.toMatch(/pool|server_error|still running|Error/i);
+  }, 60_000);
+});

@@ -1,0 +1,79 @@
+/**
+ * Store failures: which errors mean "the store did not answer", and the breaker that keeps a
+ * hung store from costing every request its full timeout. The errors here are the ones the
+ * drivers raise (the fault tests in test/http/store-faults.test.ts raise them for real).
+ */
+import { describe, expect, test } from '@jest/globals';
+import { StoreUnavailableError } from '../../src/errors.js';
+import { HUNG_PAUSE_MS, isStoreFailure, storeGuard } from '../../src/store/store-failure.js';
+
+const withCode = (message: string, code: string) => Object.assign(new Error(message), { code });
+
+describe('isStoreFailure', () => {
+  test.each<[string, unknown]>([
+    ['a refused connection', withCode('connect ECONNREFUSED 127.0.0.1:5432', 'ECONNREFUSED')],
+    ['a pool that cannot connect in time', new Error('timeout exceeded when trying to connect')],
+    ['a query the client gave up on', new Error('Query read timeout')],
+    ['a lost connection', new Error('Connection terminated unexpectedly')],
+    ['statement_timeout (57014)', withCode('canceling statement due to statement timeout', '57014')],
+    ['admin shutdown (57P01)', withCode('terminating connection due to administrator command', '57P01')],
+    ['too many connections (53300)', withCode('sorry, too many clients already', '53300')],
+    ['a Redis command timeout', new Error('Command timed out')],
+    ['Redis without a connection', new Error("Stream isn't writeable and enableOfflineQueue options is false")],
+    ['a wrapped cause', new Error('query failed', { cause: new Error('Connection terminated due to connection timeout') })],
+    ['a Prisma driver-adapter error', Object.assign(new Error('DriverAdapterError'), { cause: { kind: 'DatabaseNotReachable' } })],
+    ['a Prisma known request error with the adapter error in meta', Object.assign(new Error('x'), { code: 'P2010', meta: { driverAdapterError: { cause: { kind: 'postgres', code: '08006' } } } })],
+  ])('%s is a store failure', (_, error) => {
+    expect(isStoreFailure(error)).toBe(true);
+  });
+
+  test.each<[string, unknown]>([
+    ['a unique violation', withCode('duplicate key value violates unique constraint', '23505')],
+    ['a Prisma record-not-found', withCode('No record was found', 'P2025')],
+    ['a programming error', new TypeError("Cannot read properties of undefined (reading 'id')")],
+    ['not an error at all', 'oops'],
+  ])('%s is not', (_, error) => {
+    expect(isStoreFailure(error)).toBe(false);
+  });
+});
+
+describe('storeGuard', () => {
+  const hung = () => Promise.reject(new Error('Query read timeout'));
+  const refused = () => Promise.reject(withCode('connect ECONNREFUSED', 'ECONNREFUSED'));
+  const answers = () => Promise.resolve('row');
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  test('a store failure comes out as StoreUnavailableError (503), other errors as they are', async () => {
+    const guard = storeGuard('database');
+    await expect(guard(refused)).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(guard(() => Promise.reject(new TypeError('bug')))).rejects.toBeInstanceOf(TypeError);
+    await expect(guard(answers)).resolves.toBe('row'); // a refusal opens no breaker
+  });
+
+  test('after a timeout, calls fail at once for a moment; then one probe at a time; an answer closes it', async () => {
+    const guard = storeGuard('database', 100);
+    await expect(guard(hung)).rejects.toBeInstanceOf(StoreUnavailableError);
+    let called = false;
+    await expect(guard(() => { called = true; return answers(); })).rejects.toBeInstanceOf(StoreUnavailableError);
+    expect(called).toBe(false);
+
+    await sleep(120);
+    let release!: (value: string) => void;
+    const probe = guard(() => new Promise<string>((resolve) => { release = resolve; }));
+    await expect(guard(answers)).rejects.toBeInstanceOf(StoreUnavailableError); // one probe at a time
+    release('row');
+    await expect(probe).resolves.toBe('row');
+    await expect(guard(answers)).resolves.toBe('row');
+  });
+
+  test('a probe that fails again keeps the breaker open; the default pause is a second', async () => {
+    expect(HUNG_PAUSE_MS).toBe(1000);
+    const guard = storeGuard('redis', 50);
+    await expect(guard(hung)).rejects.toMatchObject({ store: 'redis', statusCode: 503, error: 'temporarily_unavailable' });
+    await sleep(60);
+    await expect(guard(refused)).rejects.toBeInstanceOf(StoreUnavailableError);
+    let called = false;
+    await expect(guard(() => { called = true; return answers(); })).rejects.toBeInstanceOf(StoreUnavailableError);
+    expect(called).toBe(false);
+  });
+});
