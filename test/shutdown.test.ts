@@ -22,13 +22,28 @@ import type { TestApp } from './helpers/test-app.js';
 
 const USER = { username: 'drain', password: 'correct horse battery' };
 
-/** Sends a code exchange and hangs up as soon as the request is written. */
-function exchangeAndHangUp(baseUrl: string, client: TestClient, code: string): Promise<void> {
+/**
+ * Sends a code exchange and hangs up once the server is inside its handler: the code is consumed
+ * (read from `db`) but the response has not come. Hanging up earlier would race the server's
+ * reading of the body, and a request the server has not read is not in flight.
+ */
+function exchangeAndHangUp(baseUrl: string, client: TestClient, code: string, db: pg.Client): Promise<'hung up' | 'answered'> {
   return new Promise((resolve) => {
     const body = new URLSearchParams({ code, client_id: client.client_id, client_secret: client.client_secret }).toString();
     const req = http.request(`${baseUrl}/api/token.php`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', 'content-length': Buffer.byteLength(body) } });
-    req.on('error', () => resolve());
-    req.end(body, () => setTimeout(() => { req.destroy(); resolve(); }, 2));
+    let answered = false;
+    req.on('response', (res) => { answered = true; res.resume(); });
+    req.on('error', () => undefined);
+    req.end(body, async () => {
+      const deadline = Date.now() + 5000;
+      while (!answered && Date.now() < deadline) {
+        const { rows } = await db.query("SELECT 1 FROM oidc_models WHERE type = 'AuthorizationCode' AND id = $1 AND consumed_at IS NOT NULL", [code]);
+        if (rows.length > 0) break;
+      }
+      if (answered) return resolve('answered'); // too quick to catch: a finished exchange, checked below all the same
+      req.destroy();
+      resolve('hung up');
+    });
   });
 }
 
@@ -114,17 +129,24 @@ describe('SIGTERM under load', () => {
       if (res.status !== 200) outcomes.failed.push(`exchange ${res.status}`);
       return body.access_token;
     });
-    const hangUps = codes.slice(8).map((code) => exchangeAndHangUp(instance.baseUrl, client, code));
+    const watchers = await Promise.all(codes.slice(8).map(async () => {
+      const db = new pg.Client({ connectionString: database.url });
+      await db.connect();
+      return db;
+    }));
+    const hangUps = codes.slice(8).map((code, i) => exchangeAndHangUp(instance.baseUrl, client, code, watchers[i]!));
     await new Promise((resolve) => setTimeout(resolve, 5));
     const signalledAt = Date.now();
     instance.child.kill('SIGTERM');
 
-    const [issued] = await Promise.all([Promise.all(exchanges), Promise.all(hangUps), ...workers, balancer]);
+    const [issued, hungUp] = await Promise.all([Promise.all(exchanges), Promise.all(hangUps), ...workers, balancer])
+      .finally(() => Promise.all(watchers.map((db) => db.end())));
     const code = await instance.exited;
 
     expect(outcomes.failed).toEqual([]);
     expect(outcomes.ok).toBeGreaterThan(okBefore); // still served while draining
     expect(issued.every((token) => typeof token === 'string')).toBe(true);
+    expect(hungUp).toContain('hung up');
     expect(code).toBe(0);
 
     // Readiness: 200, then 503 after the signal, and only then refused connections.
