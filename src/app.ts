@@ -24,6 +24,8 @@ import { openDatabase } from './store/database.js';
 import type { Database } from './store/database.js';
 import { startCleanup } from './store/cleanup.js';
 import { storeGuard } from './store/store-failure.js';
+import { createHotReads, mayHaveWebhooks } from './store/hot-reads.js';
+import { requestMemo } from './store/request-memo.js';
 import { createLimiterFactory } from './store/limiter.js';
 import { migrate } from './store/migrate.js';
 import { connectRedis } from './store/redis.js';
@@ -112,13 +114,17 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
   const guard = createLoginGuard(limiter);
   const respondError = createErrorResponder(views, new Set([ROUTES.token, ROUTES.userinfo, ROUTES.revocation, ROUTES.introspection, WEBHOOKS_PATH]));
   const clock = () => new Date();
-  const usernameOf = async (accountId: string) => (await users.findById(accountId))?.username;
+  // Request-path reads, memoised per request (store/hot-reads.ts, README "Storage").
+  const hot = createHotReads(db.sql);
+  const findUser = (id: string) => hot.findUser(id, users.findById);
+  const usernameOf = async (accountId: string) => (await findUser(accountId))?.username;
   const webhooks = createWebhookService({
     prisma: db.prisma,
     clock,
     policy: { httpsOnly: config.production, allowPrivate: config.webhookAllowPrivateNetworks },
     retryBaseMs: config.webhookRetryBaseMs,
     usernameOf,
+    mayHaveWebhooks,
     log: (error) => log(error),
   });
   const clientSettings = createClientSettings(webhooks);
@@ -129,12 +135,12 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
     config,
     keys,
     adapters: createAdapterFactory({
-      durable: postgresAdapters(db.prisma),
+      durable: postgresAdapters(db),
       shortLived: redis ? redisAdapters(redis, config.redisKeyPrefix) : memory!.adapters,
-      client: clientAdapter(clients.find),
+      client: clientAdapter(hot.findClient),
       guards,
     }),
-    findAccount: createFindAccount(users.findById, guards.durable),
+    findAccount: createFindAccount(findUser, guards.durable),
     renderError: async (ctx, out) => {
       const error = specErrorCode(String(out.error));
       respondError(ctx, { error, error_description: String(out.error_description ?? '') }, specStatus(error, ctx.status >= 400 ? ctx.status : 400));
@@ -191,6 +197,7 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
       usernameOf,
     }))
     .use(tokenEvents.settle)
+    .use(requestMemo(guards.durable)) // one request's reads and deferred token writes (store/request-memo.ts)
     .use(mount(provider));
   webhooks.start();
 

@@ -10,6 +10,7 @@
 import { errors } from 'oidc-provider';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import type { StoreGuard } from '../store/store-failure.js';
+import { rememberSession } from '../store/hot-reads.js';
 
 export type { Adapter, AdapterPayload };
 
@@ -48,6 +49,18 @@ function guarded(guard: StoreGuard, adapter: Adapter): Adapter {
   return wrapped as unknown as Adapter;
 }
 
+/** The login session a request carries is remembered for its client lookup (store/hot-reads.ts). */
+function sessions(adapter: Adapter): Adapter {
+  return {
+    ...adapter,
+    async find(id) {
+      const payload = await adapter.find(id);
+      rememberSession(payload ?? undefined);
+      return payload;
+    },
+  };
+}
+
 export function createAdapterFactory(stores: {
   durable: AdapterFor;
   shortLived: AdapterFor;
@@ -58,6 +71,7 @@ export function createAdapterFactory(stores: {
   const client = guarded(stores.guards.durable, stores.client);
   return (model) => {
     if (model === 'Client') return client;
+    if (model === 'Session') return sessions(guarded(stores.guards.shortLived, stores.shortLived(model)));
     return SHORT_LIVED_MODELS.has(model)
       ? guarded(stores.guards.shortLived, stores.shortLived(model))
       : guarded(stores.guards.durable, stores.durable(model));

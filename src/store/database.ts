@@ -16,11 +16,16 @@ import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaClient } from '../generated/prisma/client.js';
 import { openEmbeddedPostgres } from './embedded-postgres.js';
 import type { Timeouts } from '../config.js';
-import type { SqlConnection } from './sql.js';
+import type { HotSql, SqlConnection } from './sql.js';
 
 export interface Database {
   readonly prisma: PrismaClient;
   readonly embedded: boolean;
+  /**
+   * The driver under Prisma's adapter, for the few hot statements README "Storage" names: the
+   * same pool (or PGlite), so the same statement timeout, and the same store guard around it.
+   */
+  readonly sql: HotSql;
   /** Lends one dedicated connection (session-level advisory locks need one). */
   withConnection<T>(use: (sql: SqlConnection) => Promise<T>): Promise<T>;
   /** One `SELECT 1` (readiness). */
@@ -54,9 +59,17 @@ function openPostgres(connectionString: string, timeouts: DatabaseTimeouts): Dat
   // kills the process. The next query reports the problem instead.
   pool.on('error', () => {});
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+  // Prepared once per connection: the server plans a hot statement once, not per request.
+  const names = new Map<string, string>();
+  const sql: HotSql = async (text, params) => {
+    let name = names.get(text);
+    if (!name) names.set(text, name = `hot_${names.size}`);
+    return (await pool.query({ name, text, values: params })).rows;
+  };
   return {
     prisma,
     embedded: false,
+    sql,
     // Migrations get a connection of their own, outside the pool and its statement timeout: a
     // migration may rightly take longer than a request's statement, and waits for another
     // instance's advisory lock. Connecting is still bounded.
@@ -90,6 +103,7 @@ async function openEmbedded(dataDir: string): Promise<Database> {
   return {
     prisma,
     embedded: true,
+    sql: async (text, params) => (await pglite.query(text, params)).rows as never[],
     withConnection: (use) => use({
       query: async (text, params) => ({ rows: (await pglite.query(text, params)).rows as never[] }),
       exec: async (script) => { await pglite.exec(script); },

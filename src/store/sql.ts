@@ -4,3 +4,6 @@ export interface SqlConnection {
   /** Runs a script of several statements, without parameters. */
   exec(script: string): Promise<void>;
 }
+
+/** One statement on the request path, straight to the driver (pg pool or PGlite). */
+export type HotSql = <Row = Record<string, unknown>>(text: string, params: unknown[]) => Promise<Row[]>;

@@ -64,6 +64,11 @@ export interface WebhookDependencies {
   retryBaseMs: number;
   usernameOf: (accountId: string) => Promise<string | undefined>;
   log: (error: unknown) => void;
+  /**
+   * False when the current request already knows the client has no enabled endpoint (read with
+   * the client, store/hot-reads.ts): then raising an event costs no lookup. Default: always look.
+   */
+  mayHaveWebhooks?: (clientId: string) => boolean;
   /** Longest wait between outbox checks when nothing wakes the worker (default 1 s). */
   pollMs?: number;
 }
@@ -88,6 +93,7 @@ export function createWebhookService(deps: WebhookDependencies): WebhookService 
 
   /** Writes the event's messages; returns their ids (none when nobody subscribes). */
   async function write(writer: Writer, type: EventType, data: RaiseData, endpointId?: string): Promise<{ event?: WebhookEvent; messageIds: string[] }> {
+    if (!endpointId && deps.mayHaveWebhooks?.(data.client_id) === false) return { messageIds: [] };
     const endpoints = await recipients(writer, data.client_id, type, endpointId);
     if (endpoints.length === 0) return { messageIds: [] };
     const { account_id: accountId, username: given, ...rest } = data;

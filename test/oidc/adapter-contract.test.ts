@@ -202,7 +202,7 @@ function adapterContract(factory: Factory) {
 
 const postgres = (kind: 'postgres' | 'embedded'): Factory => async () => {
   const store = await openTestDatabase(kind, { migrated: true });
-  return { adapters: postgresAdapters(store.db.prisma), close: () => store.close() };
+  return { adapters: postgresAdapters(store.db), close: () => store.close() };
 };
 
 const redis: Factory = async () => {
