@@ -45,7 +45,7 @@ import { handleErrors } from './http/handle-errors.js';
 import { health } from './http/health.js';
 import { trackInFlight } from './http/in-flight.js';
 import { exactPaths } from './http/exact-paths.js';
-import { clientRateLimit, rateLimit } from './http/rate-limit.js';
+import { rateLimit, tokenAdmission } from './http/rate-limit.js';
 import { securityHeaders } from './http/security-headers.js';
 import { staticAssets } from './http/static-assets.js';
 import { APPLICATIONS_PATH, applicationsRoutes } from './ui/applications.js';
@@ -193,7 +193,7 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
     }).routes())
     .use(specGlue({
       answerUntrusted: respondError,
-      admitClient: clientRateLimit(tokenByClient),
+      admitClient: tokenAdmission(tokenByClient),
       usernameOf,
     }))
     .use(tokenEvents.settle)

@@ -65,21 +65,63 @@ async function take(limiter: Limiter, key: string): Promise<Budget> {
   return { ...(await limiter.consume(key)), limit: limiter.points };
 }
 
-/** Counts every request against its address's budget; answers 429 itself when it is spent. */
+/** A token request whose address budget waits for its client_id (see {@link tokenAdmission}). */
+const DEFERRED = Symbol('address budget deferred to the client_id');
+
+type Deferred = { [DEFERRED]?: Limiter };
+
+/**
+ * Counts every request against its address's budget; answers 429 itself when it is spent.
+ * A token request with a form body is the exception: its address budget is spent together with
+ * its client_id's, in one Redis round trip, by {@link tokenAdmission} once the form is read
+ * (before any lookup or secret check). One that never gets there still counts, on its way out.
+ */
 export function rateLimit(limits: RateLimits): Middleware {
   return async (ctx, next) => {
+    const address = clientAddress(ctx);
+    if (limits.tokenPaths.has(ctx.path) && ctx.is('application/x-www-form-urlencoded')) {
+      const state = ctx.state as Deferred;
+      state[DEFERRED] = limits.tokenByAddress;
+      try {
+        await next();
+      } finally {
+        if (state[DEFERRED]) {
+          state[DEFERRED] = undefined;
+          await limits.tokenByAddress.consume(address);
+        }
+      }
+      return;
+    }
     const limiter = limits.tokenPaths.has(ctx.path) ? limits.tokenByAddress : limits.otherByAddress;
-    if (!admit(ctx, await take(limiter, clientAddress(ctx)))) return;
+    if (!admit(ctx, await take(limiter, address))) return;
     await next();
   };
 }
 
 /**
- * The per-client token budget, for the code that reads the token request's client_id (Basic or
- * body): true to go on, false when it has answered 429.
+ * The token request's budgets, for the code that reads its client_id (Basic or body): the
+ * address budget {@link rateLimit} deferred and, when there is a client_id, its own. Spent at
+ * once (rate-limiter-flexible's increments of one tick share one pipeline, see
+ * store/batched-increments.ts); a request refused at its address gets its client's point back.
+ * True to go on, false when it has answered 429.
  */
-export type ClientAdmission = (ctx: Context, clientId: string) => Promise<boolean>;
+export type ClientAdmission = (ctx: Context, clientId: string | undefined) => Promise<boolean>;
 
-export function clientRateLimit(tokenByClient: Limiter): ClientAdmission {
-  return async (ctx, clientId) => admit(ctx, await take(tokenByClient, clientId));
+export function tokenAdmission(tokenByClient: Limiter): ClientAdmission {
+  return async (ctx, clientId) => {
+    const state = ctx.state as Deferred;
+    const byAddress = state[DEFERRED];
+    state[DEFERRED] = undefined;
+    const [address, client] = await Promise.all([
+      byAddress ? take(byAddress, clientAddress(ctx)) : undefined,
+      clientId === undefined ? undefined : take(tokenByClient, clientId),
+    ]);
+    if (address && !admit(ctx, address)) {
+      // Refused at the address: that spends nothing of the client's budget (a second round trip,
+      // on refusals only).
+      if (clientId !== undefined) await tokenByClient.reward(clientId);
+      return false;
+    }
+    return !client || admit(ctx, client);
+  };
 }

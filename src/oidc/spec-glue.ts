@@ -18,8 +18,8 @@ const BODY_LIMIT = 56 * 1024;
 export interface GlueDependencies {
   /** Answers an authorization error that must not be redirected to an untrusted redirect_uri. */
   answerUntrusted: ErrorResponder;
-  /** Counts a token request against its client's budget; false when it has answered 429. */
-  admitClient: (ctx: Context, clientId: string) => Promise<boolean>;
+  /** Spends a token request's budgets (its address, and its client_id if it names one); false when it has answered 429. */
+  admitClient: (ctx: Context, clientId: string | undefined) => Promise<boolean>;
   /** The login name of an account (introspection reports it), undefined if there is none. */
   usernameOf: (accountId: string) => Promise<string | undefined>;
 }
@@ -95,7 +95,8 @@ async function token(ctx: Context, next: Next, deps: GlueDependencies) {
   // Spec "Limits": the token budget per client_id, spent before any lookup or secret check. An
   // id that cannot name a client has no budget to protect (the address budget still applies).
   const clientId = basicCredentials(ctx.get('authorization'))?.clientId ?? params.client_id;
-  if (typeof clientId === 'string' && isWellFormedClientId(clientId) && !(await deps.admitClient(ctx, clientId))) return;
+  const budgeted = typeof clientId === 'string' && isWellFormedClientId(clientId) ? clientId : undefined;
+  if (!(await deps.admitClient(ctx, budgeted))) return;
   params.grant_type ??= 'authorization_code';
   const basic = ctx.get('authorization') !== '';
   const required = [

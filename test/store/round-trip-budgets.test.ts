@@ -1,0 +1,90 @@
+/**
+ * Round-trip budgets (issue 9): what one request may cost the stores, on PostgreSQL + Redis.
+ * Counted by wrapping the drivers (helpers/round-trips.ts), one request at a time.
+ *
+ * | request                                  | PostgreSQL | Redis |
+ * |------------------------------------------|------------|-------|
+ * | code exchange                            | ≤ 3        | ≤ 2   |
+ * | userinfo                                 | ≤ 1        | ≤ 1   |
+ * | rate limiting (all budgets of a request) | –          | 1     |
+ * | silent authorize (session + consent)     | ≤ 3        | ≤ 3   |
+ */
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { Browser } from '../helpers/browser.js';
+import type { TestClient, TestUser } from '../helpers/browser.js';
+import { createUser, registerClient, tokenRequest, userinfo } from '../helpers/fixtures.js';
+import { countRoundTrips } from '../helpers/round-trips.js';
+import type { RoundTripCounter, RoundTrips } from '../helpers/round-trips.js';
+import { startTestApp } from '../helpers/test-app.js';
+import type { TestApp } from '../helpers/test-app.js';
+
+/** Each figure is the largest of a few requests of the same kind (the first of each may warm a cache). */
+const SAMPLES = 3;
+
+describe('round trips per request (postgres + redis)', () => {
+  let t: TestApp;
+  let user: TestUser;
+  let client: TestClient;
+  let trips: RoundTripCounter;
+  beforeAll(async () => {
+    t = await startTestApp();
+    user = await createUser(t);
+    client = await registerClient(t);
+    trips = countRoundTrips(t.server, [Number(new URL(t.env.REDIS_URL!).port || 6379)]);
+  });
+  afterAll(async () => { await t?.close(); });
+
+  const rateLimitTrips = (counts: RoundTrips) => counts.log.filter((line) => line.startsWith('redis:') && line.includes(`${t.config.redisKeyPrefix}rl:`)).length;
+
+  async function worst(label: string, sample: () => Promise<RoundTrips>) {
+    const all: RoundTrips[] = [];
+    for (let i = 0; i < SAMPLES; i += 1) all.push(await sample());
+    const most = all.reduce((a, b) => (a.postgres + a.redis >= b.postgres + b.redis ? a : b));
+    console.log(`${label}: ${most.postgres} PostgreSQL, ${most.redis} Redis round trips\n  ${most.log.join('\n  ')}`);
+    return { ...most, rateLimit: Math.max(...all.map(rateLimitTrips)) };
+  }
+
+  async function freshCode(browser = new Browser(t.baseUrl)) {
+    const redirect = await browser.authorize(client, user);
+    return redirect.searchParams.get('code')!;
+  }
+
+  test('code exchange: at most 3 PostgreSQL and 2 Redis round trips, rate limiting in 1', async () => {
+    const cost = await worst('code exchange', async () => {
+      const code = await freshCode();
+      return trips.during(async () => {
+        const res = await tokenRequest(t, { code, client_id: client.client_id, client_secret: client.client_secret });
+        expect(res.status).toBe(200);
+      });
+    });
+    expect(cost.postgres).toBeLessThanOrEqual(3);
+    expect(cost.redis).toBeLessThanOrEqual(2);
+    expect(cost.rateLimit).toBe(1);
+  });
+
+  test('userinfo: at most 1 PostgreSQL and 1 Redis round trip', async () => {
+    const code = await freshCode();
+    const tokens = await tokenRequest(t, { code, client_id: client.client_id, client_secret: client.client_secret });
+    const bearer = `Bearer ${tokens.body.access_token}`;
+    const cost = await worst('userinfo', () => trips.during(async () => {
+      const res = await userinfo(t, bearer);
+      expect(res.status).toBe(200);
+    }));
+    expect(cost.postgres).toBeLessThanOrEqual(1);
+    expect(cost.redis).toBeLessThanOrEqual(1);
+    expect(cost.rateLimit).toBe(1);
+  });
+
+  test('silent authorize (session and consent already there): at most 3 PostgreSQL and 3 Redis round trips', async () => {
+    const browser = new Browser(t.baseUrl);
+    await freshCode(browser);
+    const query = new URLSearchParams({ client_id: client.client_id, redirect_uri: client.redirect_uri, response_type: 'code' });
+    const cost = await worst('silent authorize', () => trips.during(async () => {
+      const step = await browser.request(`/api/authorize.php?${query}`);
+      expect(step.location).toMatch(/^http:\/\/localhost:9999\/callback\?code=/);
+    }));
+    expect(cost.postgres).toBeLessThanOrEqual(3);
+    expect(cost.redis).toBeLessThanOrEqual(3);
+    expect(cost.rateLimit).toBe(1);
+  });
+});
