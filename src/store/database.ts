@@ -10,11 +10,7 @@
  *
  * @example const db = await openDatabase({ databaseUrl, dataDir, timeouts }); await db.prisma.user.count();
  */
-import pg from 'pg';
-import { PrismaPg } from '@prisma/adapter-pg';
-import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaClient } from '../generated/prisma/client.js';
-import { openEmbeddedPostgres } from './embedded-postgres.js';
 import type { Timeouts } from '../config.js';
 import type { HotSql, SqlConnection } from './sql.js';
 
@@ -45,7 +41,11 @@ export async function openDatabase(options: { databaseUrl: string | undefined; d
   return options.databaseUrl ? openPostgres(options.databaseUrl, timeouts) : openEmbedded(options.dataDir);
 }
 
-function openPostgres(connectionString: string, timeouts: DatabaseTimeouts): Database {
+// Each mode loads its own driver only (issue 9 "Memory"): node-postgres and Prisma's pg adapter
+// with DATABASE_URL, PGlite and its adapter without.
+
+async function openPostgres(connectionString: string, timeouts: DatabaseTimeouts): Promise<Database> {
+  const [{ default: pg }, { PrismaPg }] = await Promise.all([import('pg'), import('@prisma/adapter-pg')]);
   const pool = new pg.Pool({
     connectionString,
     max: 10,
@@ -97,6 +97,7 @@ function openPostgres(connectionString: string, timeouts: DatabaseTimeouts): Dat
 }
 
 async function openEmbedded(dataDir: string): Promise<Database> {
+  const [{ openEmbeddedPostgres }, { PrismaPGlite }] = await Promise.all([import('./embedded-postgres.js'), import('pglite-prisma-adapter')]);
   const embedded = await openEmbeddedPostgres(dataDir);
   const { pglite } = embedded;
   const prisma = new PrismaClient({ adapter: new PrismaPGlite(pglite) });

@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 
 export interface EmbeddedPostgres {
   readonly pglite: PGlite;
@@ -66,6 +66,8 @@ export async function openEmbeddedPostgres(dataDir: string): Promise<EmbeddedPos
   fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const release = acquireLock(path.join(dataDir, 'pglite.lock'));
   try {
+    // Loaded only in embedded mode (issue 9 "Memory": load what a mode does not use only in that mode).
+    const { PGlite } = await import('@electric-sql/pglite');
     const pglite = await PGlite.create(path.join(dataDir, 'pglite'));
     return {
       pglite,

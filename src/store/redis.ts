@@ -9,7 +9,7 @@
  *
  * @example const redis = await connectRedis(url, { redisCommandMs: 1000, redisConnectMs: 2000 });
  */
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Timeouts } from '../config.js';
 
 export type RedisTimeouts = Pick<Timeouts, 'redisCommandMs' | 'redisConnectMs'>;
@@ -17,6 +17,8 @@ export type RedisTimeouts = Pick<Timeouts, 'redisCommandMs' | 'redisConnectMs'>;
 export const DEFAULT_REDIS_TIMEOUTS: RedisTimeouts = { redisCommandMs: 1000, redisConnectMs: 2000 };
 
 export async function connectRedis(url: string, timeouts: RedisTimeouts = DEFAULT_REDIS_TIMEOUTS): Promise<Redis> {
+  // Loaded only when REDIS_URL is set (issue 9 "Memory").
+  const { Redis } = await import('ioredis');
   const redis = new Redis(url, {
     lazyConnect: true,
     enableOfflineQueue: false,
