@@ -41,7 +41,7 @@ export async function flushPending(): Promise<void> {
  * before the response leaves (through `guard`, so a store failure is a 503 like any other).
  */
 export function requestMemo(guard: <T>(work: () => Promise<T>) => Promise<T>): Middleware {
-  return (ctx, next) => storage.run({ rows: new Map(), pending: undefined }, async () => {
+  return (ctx, next) => withRequestMemo(async () => {
     await next();
     if (!storage.getStore()?.pending) return;
     try {
@@ -54,6 +54,16 @@ export function requestMemo(guard: <T>(work: () => Promise<T>) => Promise<T>): M
       ctx.body = { error: refused.error, error_description: refused.error_description };
     }
   });
+}
+
+/** Runs `work` as one request: with a fresh memo (the middleware below, and tests, use it). */
+export function withRequestMemo<T>(work: () => Promise<T>): Promise<T> {
+  return storage.run({ rows: new Map(), pending: undefined }, work);
+}
+
+/** Runs `work` as no request at all (another request's view of the store, in tests). */
+export function outsideRequest<T>(work: () => T): T {
+  return storage.exit(work);
 }
 
 /** The memoised value under `key`, or the result of `read` (remembered, absent included). */

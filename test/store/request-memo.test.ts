@@ -1,0 +1,112 @@
+/**
+ * The Postgres adapter inside a request (store/request-memo.ts, oidc/postgres-adapter.ts): what
+ * it defers and what it remembers, on a real server and on PGlite. Outside a request the plain
+ * adapter contract holds (test/oidc/adapter-contract.test.ts).
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { errors } from 'oidc-provider';
+import type { AdapterFor, AdapterPayload } from '../../src/oidc/adapter.js';
+import { postgresAdapters } from '../../src/oidc/postgres-adapter.js';
+import { flushPending, outsideRequest, withRequestMemo } from '../../src/store/request-memo.js';
+import { openTestDatabase } from '../helpers/databases.js';
+import type { StoreKind, TestStore } from '../helpers/databases.js';
+
+const nowSeconds = () => Math.floor(Date.now() / 1000);
+const payload = (kind: string, fields: Partial<AdapterPayload> = {}): AdapterPayload =>
+  ({ jti: randomUUID(), kind, iat: nowSeconds(), exp: nowSeconds() + 60, accountId: randomUUID(), clientId: 'client-1', ...fields });
+
+describe.each<StoreKind>(['postgres', 'embedded'])('postgres adapter within a request (%s)', (kind) => {
+  let store: TestStore;
+  let adapters: AdapterFor;
+  beforeAll(async () => {
+    store = await openTestDatabase(kind, { migrated: true });
+    adapters = postgresAdapters(store.db);
+  });
+  afterAll(async () => { await store?.close(); });
+
+  /** The same adapter as another request (or none) sees it. */
+  const outside = (model: string) => {
+    const adapter = adapters(model);
+    return {
+      find: (id: string) => outsideRequest(() => adapter.find(id)),
+      upsert: (id: string, value: AdapterPayload, expiresIn: number) => outsideRequest(() => adapter.upsert(id, value, expiresIn)),
+      consume: (id: string) => outsideRequest(() => adapter.consume(id)),
+      destroy: (id: string) => outsideRequest(() => adapter.destroy(id)),
+    };
+  };
+
+  test('an access token is written with the refresh token after it, together with the consume before them', async () => {
+    const grantId = randomUUID();
+    const code = payload('AuthorizationCode', { grantId });
+    await outside('AuthorizationCode').upsert(code.jti!, code, 60);
+    const access = payload('AccessToken', { grantId });
+    const refresh = payload('RefreshToken', { grantId });
+
+    await withRequestMemo(async () => {
+      await adapters('AuthorizationCode').consume(code.jti!);
+      await adapters('AccessToken').upsert(access.jti!, access, 60);
+      // Deferred: not in the database yet (another request would not see it).
+      expect(await outside('AccessToken').find(access.jti!)).toBeUndefined();
+      expect((await outside('AuthorizationCode').find(code.jti!))?.consumed).toBeUndefined();
+      await adapters('RefreshToken').upsert(refresh.jti!, refresh, 60);
+    });
+    expect(await outside('AccessToken').find(access.jti!)).toEqual(access);
+    expect(await outside('RefreshToken').find(refresh.jti!)).toEqual(refresh);
+    expect((await outside('AuthorizationCode').find(code.jti!))?.consumed).toEqual(expect.any(Number));
+  });
+
+  test('a code consumed meanwhile by another request: the write fails with InvalidGrant and writes nothing', async () => {
+    const code = payload('AuthorizationCode');
+    await outside('AuthorizationCode').upsert(code.jti!, code, 60);
+    const access = payload('AccessToken');
+    const refresh = payload('RefreshToken');
+
+    const attempt = withRequestMemo(async () => {
+      expect((await adapters('AuthorizationCode').find(code.jti!))?.consumed).toBeUndefined();
+      await outside('AuthorizationCode').consume(code.jti!); // the parallel redemption wins
+      await adapters('AuthorizationCode').consume(code.jti!);
+      await adapters('AccessToken').upsert(access.jti!, access, 60);
+      await adapters('RefreshToken').upsert(refresh.jti!, refresh, 60);
+    });
+    await expect(attempt).rejects.toBeInstanceOf(errors.InvalidGrant);
+    expect(await outside('AccessToken').find(access.jti!)).toBeUndefined();
+    expect(await outside('RefreshToken').find(refresh.jti!)).toBeUndefined();
+  });
+
+  test('any other call sends what was deferred first, so the request reads its own writes', async () => {
+    const access = payload('AccessToken');
+    await withRequestMemo(async () => {
+      await adapters('AccessToken').upsert(access.jti!, access, 60);
+      expect(await adapters('AccessToken').find(access.jti!)).toEqual(access);
+    });
+    expect(await outside('AccessToken').find(access.jti!)).toEqual(access);
+  });
+
+  test('a grant read with its token is remembered for that request only; the next request reads afresh', async () => {
+    const grant = payload('Grant');
+    await outside('Grant').upsert(grant.jti!, grant, 60);
+    const token = payload('AccessToken', { grantId: grant.jti! });
+    await outside('AccessToken').upsert(token.jti!, token, 60);
+
+    await withRequestMemo(async () => {
+      expect(await adapters('AccessToken').find(token.jti!)).toEqual(token);
+      await outside('Grant').destroy(grant.jti!); // revoked elsewhere while this request runs
+      expect(await adapters('Grant').find(grant.jti!)).toEqual(grant); // as read at its start
+    });
+    await withRequestMemo(async () => {
+      expect(await adapters('Grant').find(grant.jti!)).toBeUndefined();
+    });
+  });
+
+  test('this request\'s own destroy is seen by its later lookups', async () => {
+    const grant = payload('Grant');
+    await outside('Grant').upsert(grant.jti!, grant, 60);
+    await withRequestMemo(async () => {
+      expect(await adapters('Grant').find(grant.jti!)).toEqual(grant);
+      await adapters('Grant').destroy(grant.jti!);
+      expect(await adapters('Grant').find(grant.jti!)).toBeUndefined();
+      await flushPending();
+    });
+  });
+});
