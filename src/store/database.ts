@@ -12,6 +12,7 @@
  */
 import { PrismaClient } from '../generated/prisma/client.js';
 import type { Timeouts } from '../config.js';
+import { exactReadCache } from './embedded-read-cache.js';
 import type { HotSql, SqlConnection } from './sql.js';
 
 export interface Database {
@@ -99,12 +100,14 @@ async function openPostgres(connectionString: string, timeouts: DatabaseTimeouts
 async function openEmbedded(dataDir: string): Promise<Database> {
   const [{ openEmbeddedPostgres }, { PrismaPGlite }] = await Promise.all([import('./embedded-postgres.js'), import('pglite-prisma-adapter')]);
   const embedded = await openEmbeddedPostgres(dataDir);
-  const { pglite } = embedded;
+  // This process owns the database, so it sees every write: the hot reads may be cached exactly
+  // (embedded-read-cache.ts) as long as every statement goes through `watched`.
+  const { watched: pglite, sql } = exactReadCache(embedded.pglite);
   const prisma = new PrismaClient({ adapter: new PrismaPGlite(pglite) });
   return {
     prisma,
     embedded: true,
-    sql: async (text, params) => (await pglite.query(text, params)).rows as never[],
+    sql,
     withConnection: (use) => use({
       query: async (text, params) => ({ rows: (await pglite.query(text, params)).rows as never[] }),
       exec: async (script) => { await pglite.exec(script); },
