@@ -16,20 +16,21 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 type Json = Record<string, unknown>;
 
-function asUser(row: Json): User {
-  return { id: row.id as string, username: row.username as string, email: row.email as string, fullName: row.full_name as string, passwordHash: row.password_hash as string, createdAt: new Date(row.created_at as string) };
+/**
+ * A row read as JSON (`to_jsonb`) in the shape Prisma gives it: snake_case columns to the
+ * model's camelCase fields (the schema maps them so), `…_at` timestamps to Dates. Generic, so a
+ * column added to `users` or `clients` arrives as Prisma would hand it over.
+ */
+function asModel<T>(row: Json): T {
+  const model: Json = {};
+  for (const [column, value] of Object.entries(row)) {
+    model[column.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase())] = column.endsWith('_at') && typeof value === 'string' ? new Date(value) : value;
+  }
+  return model as T;
 }
 
-function asClient(row: Json): Client {
-  return {
-    clientId: row.client_id as string,
-    clientSecretHash: row.client_secret_hash as string,
-    clientName: row.client_name as string,
-    redirectUri: row.redirect_uri as string,
-    createdAt: new Date(row.created_at as string),
-    updatedAt: new Date(row.updated_at as string),
-  };
-}
+const asUser = (row: Json) => asModel<User>(row);
+const asClient = (row: Json) => asModel<Client>(row);
 
 /** Remembers a user row read (as JSON) by another statement of this request. */
 export function rememberUser(id: string, row: Json | null): void {

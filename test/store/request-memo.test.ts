@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { errors } from 'oidc-provider';
 import type { AdapterFor, AdapterPayload } from '../../src/oidc/adapter.js';
 import { postgresAdapters } from '../../src/oidc/postgres-adapter.js';
-import { flushPending, outsideRequest, withRequestMemo } from '../../src/store/request-memo.js';
+import { createHotReads } from '../../src/store/hot-reads.js';
+import { currentMemo, flushPending, outsideRequest, withRequestMemo } from '../../src/store/request-memo.js';
 import { openTestDatabase } from '../helpers/databases.js';
 import type { StoreKind, TestStore } from '../helpers/databases.js';
 
@@ -108,5 +109,19 @@ describe.each<StoreKind>(['postgres', 'embedded'])('postgres adapter within a re
       expect(await adapters('Grant').find(grant.jti!)).toBeUndefined();
       await flushPending();
     });
+  });
+
+  test('users and clients read by the hot statements equal what Prisma reads', async () => {
+    const { prisma } = store.db;
+    const user = await prisma.user.create({ data: { id: randomUUID(), username: `u${randomUUID().slice(0, 8)}`, email: 'u@example.com', fullName: 'U Ser', passwordHash: 'x' } });
+    const client = await prisma.client.create({ data: { clientId: `c${randomUUID().slice(0, 8)}`, clientSecretHash: 'h', clientName: 'C', redirectUri: 'http://localhost/cb' } });
+    const token = payload('AccessToken', { accountId: user.id, clientId: client.clientId });
+    await outside('AccessToken').upsert(token.jti!, token, 60);
+    await withRequestMemo(async () => {
+      await adapters('AccessToken').find(token.jti!);
+      expect(currentMemo()!.rows.get(`user:${user.id}`)).toEqual(await prisma.user.findUnique({ where: { id: user.id } }));
+      expect(currentMemo()!.rows.get(`client:${client.clientId}`)).toEqual(await prisma.client.findUnique({ where: { clientId: client.clientId } }));
+    });
+    expect(await withRequestMemo(() => createHotReads(store.db.sql).findClient(client.clientId))).toEqual(client);
   });
 });
