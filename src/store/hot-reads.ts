@@ -21,10 +21,18 @@ type Json = Record<string, unknown>;
  * model's camelCase fields (the schema maps them so), `…_at` timestamps to Dates. Generic, so a
  * column added to `users` or `clients` arrives as Prisma would hand it over.
  */
+const FIELDS = new Map<string, string>();
+const field = (column: string) => {
+  let name = FIELDS.get(column);
+  if (name === undefined) FIELDS.set(column, name = column.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase()));
+  return name;
+};
+
 function asModel<T>(row: Json): T {
   const model: Json = {};
-  for (const [column, value] of Object.entries(row)) {
-    model[column.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase())] = column.endsWith('_at') && typeof value === 'string' ? new Date(value) : value;
+  for (const column in row) {
+    const value = row[column];
+    model[field(column)] = typeof value === 'string' && column.endsWith('_at') ? new Date(value) : value;
   }
   return model as T;
 }
