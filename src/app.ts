@@ -24,7 +24,7 @@ import { openDatabase } from './store/database.js';
 import type { Database } from './store/database.js';
 import { startCleanup } from './store/cleanup.js';
 import { storeGuard } from './store/store-failure.js';
-import { createHotReads, mayHaveWebhooks } from './store/hot-reads.js';
+import { clientHasWebhooks, createHotReads } from './store/hot-reads.js';
 import { requestMemo } from './store/request-memo.js';
 import { createLimiterFactory } from './store/limiter.js';
 import { migrate } from './store/migrate.js';
@@ -124,7 +124,7 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
     policy: { httpsOnly: config.production, allowPrivate: config.webhookAllowPrivateNetworks },
     retryBaseMs: config.webhookRetryBaseMs,
     usernameOf,
-    mayHaveWebhooks,
+    clientHasWebhooks,
     log: (error) => log(error),
   });
   const clientSettings = createClientSettings(webhooks);

@@ -56,9 +56,9 @@ export function rememberSession(payload: AdapterPayload | undefined): void {
   if (payload) remember('session', payload);
 }
 
-/** False when this request already knows the client has no enabled webhook endpoint. */
-export function mayHaveWebhooks(clientId: string): boolean {
-  return currentMemo()?.rows.get(`webhooks:${clientId}`) !== false;
+/** Whether the client has an enabled webhook endpoint, if this request has read it already (else undefined). */
+export function clientHasWebhooks(clientId: string): boolean | undefined {
+  return currentMemo()?.rows.get(`webhooks:${clientId}`) as boolean | undefined;
 }
 
 const CLIENT = `

@@ -7,6 +7,7 @@
  *
  * @example const worker = createDeliveryWorker({ outbox, clock, ... }); worker.start(); await worker.stop();
  */
+import { AsyncResource } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import type { Claimed, Outbox, Outcome } from './outbox.js';
 import { retryDelayMs } from './retry-schedule.js';
@@ -69,7 +70,7 @@ export function createDeliveryWorker(deps: WorkerDependencies): DeliveryWorker {
   function schedule(delayMs: number) {
     if (stopped) return;
     clearTimeout(timer);
-    timer = setTimeout(run, Math.max(0, delayMs));
+    timer = setTimeout(runDetached, Math.max(0, delayMs));
     timer.unref();
   }
 
@@ -89,6 +90,10 @@ export function createDeliveryWorker(deps: WorkerDependencies): DeliveryWorker {
         }
       });
   }
+
+  // Woken from a request, the worker still runs in its own async context (the one it was made
+  // in), not the request's: it outlives the request and is none of its work.
+  const runDetached = AsyncResource.bind(run);
 
   async function claimAndSend() {
     const free = concurrency - inFlight.size;

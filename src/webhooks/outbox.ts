@@ -47,6 +47,26 @@ export async function enqueue(writer: Writer, event: WebhookEvent, endpointIds: 
   return rows.map((row) => row.id);
 }
 
+/** The most endpoints a client may have (webhooks-api.ts refuses an 11th). */
+const MAX_SUBSCRIBERS = 10;
+
+/**
+ * {@link recipients} and {@link enqueue} in one statement: a message of `event` for each enabled
+ * endpoint of `clientId` subscribed to its type; returns their ids (none when nobody subscribes).
+ * For the request path, where the client is known to have endpoints (store/hot-reads.ts).
+ */
+export async function enqueueForSubscribers(writer: Writer, event: WebhookEvent, clientId: string, now: Date): Promise<string[]> {
+  const ids = Array.from({ length: MAX_SUBSCRIBERS }, newMessageId);
+  const rows = await writer.$queryRaw<{ id: string }[]>`
+    INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, payload, next_attempt_at, created_at)
+    SELECT COALESCE((${ids}::text[])[row_number() OVER (ORDER BY e.created_at, e.id)], 'msg_' || md5(random()::text || e.id)),
+      e.id, ${event.id}, ${event.type}, ${JSON.stringify(event)}::jsonb, ${now}, ${now}
+    FROM webhook_endpoints e
+    WHERE e.client_id = ${clientId} AND e.enabled AND ${event.type} = ANY (e.events)
+    RETURNING id`;
+  return rows.map((row) => row.id);
+}
+
 /** A message claimed for one attempt. */
 export interface Claimed {
   id: string;

@@ -11,7 +11,7 @@ import { createDeliveryWorker } from './delivery.js';
 import type { DeliveryWorker } from './delivery.js';
 import { EVENT_TYPES, isEventType } from './events.js';
 import type { EventData, EventType, WebhookEvent } from './events.js';
-import { createOutbox, enqueue, newEventId, recipients } from './outbox.js';
+import { createOutbox, enqueue, enqueueForSubscribers, newEventId, recipients } from './outbox.js';
 import type { Writer } from './outbox.js';
 import { sendAttempt } from './send.js';
 import { generateSigningSecret } from './signing.js';
@@ -65,10 +65,11 @@ export interface WebhookDependencies {
   usernameOf: (accountId: string) => Promise<string | undefined>;
   log: (error: unknown) => void;
   /**
-   * False when the current request already knows the client has no enabled endpoint (read with
-   * the client, store/hot-reads.ts): then raising an event costs no lookup. Default: always look.
+   * Whether the client has an enabled endpoint, when the current request already knows (read
+   * with the client, store/hot-reads.ts): none, and raising an event costs nothing; some, and
+   * it costs one statement (recipients and messages at once). Undefined: look them up first.
    */
-  mayHaveWebhooks?: (clientId: string) => boolean;
+  clientHasWebhooks?: (clientId: string) => boolean | undefined;
   /** Longest wait between outbox checks when nothing wakes the worker (default 1 s). */
   pollMs?: number;
 }
@@ -93,9 +94,10 @@ export function createWebhookService(deps: WebhookDependencies): WebhookService 
 
   /** Writes the event's messages; returns their ids (none when nobody subscribes). */
   async function write(writer: Writer, type: EventType, data: RaiseData, endpointId?: string): Promise<{ event?: WebhookEvent; messageIds: string[] }> {
-    if (!endpointId && deps.mayHaveWebhooks?.(data.client_id) === false) return { messageIds: [] };
-    const endpoints = await recipients(writer, data.client_id, type, endpointId);
-    if (endpoints.length === 0) return { messageIds: [] };
+    const known = endpointId ? undefined : deps.clientHasWebhooks?.(data.client_id);
+    if (known === false) return { messageIds: [] };
+    const endpoints = known ? undefined : await recipients(writer, data.client_id, type, endpointId);
+    if (endpoints?.length === 0) return { messageIds: [] };
     const { account_id: accountId, username: given, ...rest } = data;
     const username = given ?? (accountId ? await deps.usernameOf(accountId) : undefined);
     const now = clock();
@@ -105,6 +107,7 @@ export function createWebhookService(deps: WebhookDependencies): WebhookService 
       created_at: now.toISOString(),
       data: { ...rest, ...(username ? { username } : {}) } as EventData,
     };
+    if (!endpoints) return { event, messageIds: await enqueueForSubscribers(writer, event, data.client_id, now) };
     return { event, messageIds: await enqueue(writer, event, endpoints.map((e) => e.id), now) };
   }
 

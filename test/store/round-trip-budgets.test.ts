@@ -27,7 +27,7 @@ describe('round trips per request (postgres + redis)', () => {
   let client: TestClient;
   let trips: RoundTripCounter;
   beforeAll(async () => {
-    t = await startTestApp();
+    t = await startTestApp({ env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' } });
     user = await createUser(t);
     client = await registerClient(t);
     trips = countRoundTrips(t.server, [Number(new URL(t.env.REDIS_URL!).port || 6379)]);
@@ -86,5 +86,44 @@ describe('round trips per request (postgres + redis)', () => {
     expect(cost.postgres).toBeLessThanOrEqual(3);
     expect(cost.redis).toBeLessThanOrEqual(3);
     expect(cost.rateLimit).toBe(1);
+  });
+
+  describe('for a client with webhook endpoints (each event is written to the outbox in the same request)', () => {
+    let subscribed: TestClient;
+    beforeAll(async () => {
+      subscribed = await registerClient(t);
+      // Nothing listens there: deliveries fail later, in the worker, which is not counted.
+      await t.app.webhooks.addEndpoint(subscribed.client_id, { url: 'http://127.0.0.1:9/hook', events: ['authorization.granted', 'token.issued'] });
+    });
+    const deliveries = (eventType: string) => t.app.db.prisma.webhookDelivery.count({ where: { eventType, endpoint: { clientId: subscribed.client_id } } });
+
+    test('silent authorize: still at most 3 PostgreSQL round trips, the outbox message included', async () => {
+      const browser = new Browser(t.baseUrl);
+      await browser.authorize(subscribed, user);
+      const query = new URLSearchParams({ client_id: subscribed.client_id, redirect_uri: subscribed.redirect_uri, response_type: 'code' });
+      const before = await deliveries('authorization.granted');
+      const cost = await worst('silent authorize, client with webhooks', () => trips.during(async () => {
+        const step = await browser.request(`/api/authorize.php?${query}`);
+        expect(step.location).toMatch(/^http:\/\/localhost:9999\/callback\?code=/);
+      }));
+      expect(await deliveries('authorization.granted')).toBe(before + SAMPLES);
+      expect(cost.postgres).toBeLessThanOrEqual(3);
+      expect(cost.redis).toBeLessThanOrEqual(3);
+    });
+
+    test('code exchange: 4 PostgreSQL round trips, one more than without endpoints (the outbox message)', async () => {
+      const before = await deliveries('token.issued');
+      const cost = await worst('code exchange, client with webhooks', async () => {
+        const redirect = await new Browser(t.baseUrl).authorize(subscribed, user);
+        const code = redirect.searchParams.get('code')!;
+        return trips.during(async () => {
+          const res = await tokenRequest(t, { code, client_id: subscribed.client_id, client_secret: subscribed.client_secret });
+          expect(res.status).toBe(200);
+        });
+      });
+      expect(await deliveries('token.issued')).toBe(before + SAMPLES);
+      expect(cost.postgres).toBeLessThanOrEqual(4);
+      expect(cost.redis).toBeLessThanOrEqual(2);
+    });
   });
 });
