@@ -34,6 +34,16 @@ function toWire(thrown: unknown): { body: ErrorBody; status: number } | undefine
   return undefined;
 }
 
+/**
+ * koa-body's `onError`: a parser error keeps its status (400, 413, 415 above); one without a
+ * status is a body that does not decode (a `Content-Encoding: gzip` or `deflate` that is not,
+ * failing in zlib), the client's malformed body too, not a 500.
+ */
+export function bodyParseError(error: Error): never {
+  if (typeof (error as { status?: unknown }).status === 'number') throw error;
+  throw new ServiceError('invalid_request', CLIENT_ERRORS[400]!);
+}
+
 export function handleErrors(respond: ErrorResponder, log: (error: unknown, ctx: Context) => void): Middleware {
   return async (ctx, next) => {
     try {
