@@ -56,6 +56,7 @@ try {
   const statuses = new Map();
   const problems = [];
   let sent = 0;
+  let loggedSoFar = 0;
   let slowest = { ms: 0 };
   const began = performance.now();
   const cases = generateCases({ seed: SEED, count: COUNT, context });
@@ -67,7 +68,10 @@ try {
       statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
       if (response.ms > slowest.ms) slowest = { ms: response.ms, name: c.name };
       const found = problemsOf(c, response, service.baseUrl);
-      if (found.length) problems.push({ name: c.name, target: c.target?.slice(0, 200), problems: found, status: response.status, body: response.body.slice(0, 300) });
+      // A logged unexpected error names the cases in flight when it appeared (exact at --concurrency 1).
+      const logged = (service.output().match(/ failed:/g) ?? []).length;
+      if (logged > loggedSoFar) { loggedSoFar = logged; found.push('the service logged an unexpected error'); }
+      if (found.length) problems.push({ name: c.name, target: c.target?.slice(0, 200), headers: c.headers?.map(([n, v]) => `${n}: ${v.slice(0, 60)}`).join(' | '), problems: found, status: response.status, body: response.body.slice(0, 300) });
       if (sent % 2000 === 0) console.log(`  ${sent} sent, ${problems.length} problems, RSS ${mb(service.rss())}`);
     }
   };
@@ -95,7 +99,7 @@ try {
   console.log(`RSS before ${mb(rssBefore)}, after ${mb(rssAfter)} (${(((rssAfter - rssBefore) / rssBefore) * 100).toFixed(1)} %)`);
   console.log(`unexpected errors logged by the service: ${unexpected.length}`);
   for (const line of unexpected.slice(0, 10)) console.log(`  ${line.slice(0, 300)}`);
-  for (const p of problems.slice(0, 30)) console.log(`PROBLEM ${p.name}: ${p.problems.join(', ')}\n  target: ${p.target ?? ''}\n  body: ${p.body ?? ''}`);
+  for (const p of problems.slice(0, 30)) console.log(`PROBLEM ${p.name}: ${p.problems.join(', ')}\n  target: ${p.target ?? ''}\n  headers: ${p.headers ?? ''}\n  status ${p.status}, body: ${p.body ?? ''}`);
   if (problems.length || unexpected.length) {
     exitCode = 1;
     console.log(`\nfuzz FAILED: ${problems.length} problems`);
