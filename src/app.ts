@@ -41,7 +41,7 @@ import { createProvider } from './oidc/provider.js';
 import { redisAdapters } from './oidc/redis-adapter.js';
 import { DISCOVERY_PATHS, ROUTES, TOKEN_ISSUING_PATHS } from './oidc/routes.js';
 import { specGlue } from './oidc/spec-glue.js';
-import { handleErrors } from './http/handle-errors.js';
+import { bodyParseError, handleErrors } from './http/handle-errors.js';
 import { health } from './http/health.js';
 import { trackInFlight } from './http/in-flight.js';
 import { exactPaths } from './http/exact-paths.js';
@@ -154,6 +154,7 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
   const body = koaBody({
     multipart: false, urlencoded: true, json: true, text: false, jsonStrict: true,
     formLimit: '16kb', jsonLimit: '16kb',
+    onError: bodyParseError, // a body that does not decode is a 400, not a 500
   });
 
   const inFlight = trackInFlight();

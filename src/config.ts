@@ -63,6 +63,14 @@ export interface Timeouts {
   readonly shutdownDelayMs: number;
   /** How long a stopping instance then waits for requests in flight before it closes anyway. */
   readonly shutdownMs: number;
+  /**
+   * How long a client may take to send a request's headers (Node `headersTimeout`), the whole
+   * request (`requestTimeout`), and how long an idle keep-alive connection stays open
+   * (`keepAliveTimeout`): slow or unfinished requests cannot hold connections for ever.
+   */
+  readonly httpHeadersMs: number;
+  readonly httpRequestMs: number;
+  readonly httpKeepAliveMs: number;
 }
 
 export class ConfigError extends Error {
@@ -130,6 +138,14 @@ function cookieKeys(env: Env): string[] | undefined {
 }
 
 /** Parses the environment. Throws {@link ConfigError} naming the first bad variable. */
+/** Node refuses a headers timeout above the request timeout, so the pair is checked together. */
+function httpTimeouts(env: Env): Pick<Timeouts, 'httpHeadersMs' | 'httpRequestMs' | 'httpKeepAliveMs'> {
+  const httpHeadersMs = integer(env, 'HTTP_HEADERS_TIMEOUT_MS', 10_000, 100, 600_000);
+  const httpRequestMs = integer(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000, 100, 600_000);
+  if (httpHeadersMs > httpRequestMs) throw new ConfigError('HTTP_HEADERS_TIMEOUT_MS', `must not exceed HTTP_REQUEST_TIMEOUT_MS (${httpRequestMs})`);
+  return { httpHeadersMs, httpRequestMs, httpKeepAliveMs: integer(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 5000, 100, 600_000) };
+}
+
 export function loadConfig(env: Env): Config {
   const nodeEnvRaw = read(env, 'NODE_ENV') ?? 'development';
   if (nodeEnvRaw !== 'development' && nodeEnvRaw !== 'production' && nodeEnvRaw !== 'test') {
@@ -194,6 +210,7 @@ export function loadConfig(env: Env): Config {
       databaseIdleInTransactionMs: integer(env, 'DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS', 10_000, 10, 600_000),
       shutdownDelayMs: integer(env, 'SHUTDOWN_DELAY_MS', 1000, 0, 600_000),
       shutdownMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+      ...httpTimeouts(env),
     }),
   });
 }

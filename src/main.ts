@@ -15,6 +15,7 @@ import https from 'node:https';
 import net from 'node:net';
 import { createApp } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
+import { serverOptions } from './http/server-timeouts.js';
 import type { Config } from './config.js';
 
 function describe(config: Config): string {
@@ -47,7 +48,8 @@ async function main() {
     process.exit(1);
   }
   const app = await createApp(config);
-  const server = tls ? https.createServer(tls, app.callback()) : http.createServer(app.callback());
+  const bounds = serverOptions(config.timeouts); // slow or unfinished requests are closed (HTTP_*_TIMEOUT_MS)
+  const server = tls ? https.createServer({ ...tls, ...bounds }, app.callback()) : http.createServer(bounds, app.callback());
   server.listen(config.port, () => console.log(describe(config)));
 
   let stopping = false;

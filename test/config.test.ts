@@ -58,6 +58,9 @@ describe('loadConfig defaults', () => {
         databaseIdleInTransactionMs: 10_000,
         shutdownDelayMs: 1000,
         shutdownMs: 10_000,
+        httpHeadersMs: 10_000,
+        httpRequestMs: 30_000,
+        httpKeepAliveMs: 5000,
       },
     });
   });
@@ -98,6 +101,9 @@ describe('loadConfig defaults', () => {
       DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: '4000',
       SHUTDOWN_DELAY_MS: '2500',
       SHUTDOWN_TIMEOUT_MS: '0',
+      HTTP_HEADERS_TIMEOUT_MS: '3000',
+      HTTP_REQUEST_TIMEOUT_MS: '6000',
+      HTTP_KEEP_ALIVE_TIMEOUT_MS: '1500',
     });
     expect(config).toEqual({
       nodeEnv: 'test',
@@ -128,6 +134,9 @@ describe('loadConfig defaults', () => {
         databaseIdleInTransactionMs: 4000,
         shutdownDelayMs: 2500,
         shutdownMs: 0,
+        httpHeadersMs: 3000,
+        httpRequestMs: 6000,
+        httpKeepAliveMs: 1500,
       },
     });
   });
@@ -181,6 +190,11 @@ describe('a bad value throws ConfigError naming the variable', () => {
     ['DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS', { DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: '-5' }],
     ['SHUTDOWN_TIMEOUT_MS', { SHUTDOWN_TIMEOUT_MS: 'ten seconds' }],
     ['SHUTDOWN_DELAY_MS', { SHUTDOWN_DELAY_MS: '1e3' }],
+    ['HTTP_HEADERS_TIMEOUT_MS', { HTTP_HEADERS_TIMEOUT_MS: '50' }],
+    ['HTTP_REQUEST_TIMEOUT_MS', { HTTP_REQUEST_TIMEOUT_MS: 'never' }],
+    ['HTTP_KEEP_ALIVE_TIMEOUT_MS', { HTTP_KEEP_ALIVE_TIMEOUT_MS: '0' }],
+    // Node refuses a headers timeout longer than the request timeout.
+    ['HTTP_HEADERS_TIMEOUT_MS', { HTTP_HEADERS_TIMEOUT_MS: '20000', HTTP_REQUEST_TIMEOUT_MS: '10000' }],
     // https without TLS or a trusted proxy could never set a Secure cookie.
     ['TRUST_PROXY', { BASE_URL: 'https://auth.example.com' }],
   ])('%s in %j', (variable, env) => {

@@ -34,6 +34,23 @@ function toWire(thrown: unknown): { body: ErrorBody; status: number } | undefine
   return undefined;
 }
 
+/**
+ * koa-body's `onError`: a parser error keeps its status (400, 413, 415 above); one without a
+ * status is a body that does not decode (a `Content-Encoding: gzip` or `deflate` that is not,
+ * failing in zlib), the client's malformed body too, not a 500. So is a body that can no
+ * longer be read because the client's connection is gone (say Node's parser refused its
+ * chunked encoding and answered 400 while the handler was still waiting on a store): raw-body
+ * calls that a 500 `stream.not.readable`, which would log an error that is not ours.
+ */
+export function bodyParseError(error: Error, ctx: Context): never {
+  const { status, type } = error as { status?: unknown; type?: unknown };
+  if (type === 'stream.not.readable' && (ctx.req.destroyed || ctx.req.socket?.destroyed)) {
+    throw new ServiceError('invalid_request', 'the request was cut off before its body was read');
+  }
+  if (typeof status === 'number') throw error;
+  throw new ServiceError('invalid_request', CLIENT_ERRORS[400]!);
+}
+
 export function handleErrors(respond: ErrorResponder, log: (error: unknown, ctx: Context) => void): Middleware {
   return async (ctx, next) => {
     try {

@@ -11,6 +11,11 @@ const CONSUME = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 return redis.call('HSETNX', KEYS[1], 'consumed', ARGV[1])`;
 
+/** Deletes an index key only while it still names this instance. */
+const DELETE_IF_NAMES = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`;
+
 export function redisAdapters(redis: Redis, prefix: string): AdapterFor {
   return (model): Adapter => {
     const key = (id: string) => `${prefix}${model}:${id}`;
@@ -52,7 +57,16 @@ export function redisAdapters(redis: Redis, prefix: string): AdapterFor {
         if (result !== 1) throw alreadyConsumed(model);
       },
       async destroy(id) {
-        await redis.del(key(id));
+        // Its uid and user-code indexes go with it, or every ended session would leave its
+        // index key behind for the session's whole TTL (14 days). An index that already names
+        // a newer instance is left alone.
+        const payload = await redis.hget(key(id), 'payload');
+        const { uid, userCode } = payload ? JSON.parse(payload) as AdapterPayload : {};
+        const multi = redis.multi().del(key(id));
+        for (const indexKey of [uid && uidKey(uid), userCode && userCodeKey(userCode)]) {
+          if (indexKey) multi.eval(DELETE_IF_NAMES, 1, indexKey, id);
+        }
+        await multi.exec();
       },
       async revokeByGrantId(grantId) {
         const keys = await redis.lrange(grantKey(grantId), 0, -1);

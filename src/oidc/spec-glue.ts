@@ -30,6 +30,7 @@ export function specGlue(deps: GlueDependencies): Middleware {
     if (ctx.path === ROUTES.token && ctx.method === 'POST') return token(ctx, next, deps);
     if (ctx.path === ROUTES.userinfo) return userinfo(ctx, next);
     if (ctx.path === ROUTES.introspection && ctx.method === 'POST') return introspect(ctx, next, deps);
+    if (ctx.path.startsWith(`${ROUTES.authorization}/`)) return resume(ctx, next);
     return next();
   };
 }
@@ -63,6 +64,18 @@ async function authorize(ctx: Context, next: Next, deps: GlueDependencies) {
     const [target, fragment] = location.split('#', 2) as [string, string];
     ctx.set('Location', `${target}${target.includes('?') ? '&' : '?'}${fragment}`);
   }
+}
+
+/**
+ * The provider's resume path (`/api/authorize.php/<uid>`, where login and consent hand back)
+ * carries no parameters: the interaction is found by its cookie. A query there only reaches
+ * the provider's authorization error handler, which fails with a TypeError (a 500) on a
+ * `client_id` without `redirect_uri` (oidc-provider 9: `oneRedirectUriClients` reads
+ * `ctx.oidc.params`, unset on resume). Without the query an unknown resume is a 400 page.
+ */
+async function resume(ctx: Context, next: Next) {
+  ctx.querystring = '';
+  await next();
 }
 
 async function readBody(ctx: Context): Promise<string> {

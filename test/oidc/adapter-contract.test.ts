@@ -228,3 +228,39 @@ describe.each<[string, Factory]>([
   ['Redis', redis],
   ['memory', memory],
 ])('adapter contract: %s', (_name, factory) => adapterContract(factory));
+
+describe('adapter on Redis: destroy', () => {
+  test('leaves no key behind: the uid and user-code indexes go with the instance (found by the soak: ended sessions kept their uid index for 14 days)', async () => {
+    const client = await connectRedis(REDIS_URL);
+    const prefix = testRedisPrefix();
+    try {
+      const sessions = redisAdapters(client, prefix)('Session');
+      const stored = payload('Session', { uid: `uid-${randomUUID()}`, userCode: `code-${randomUUID()}` });
+      await sessions.upsert(stored.jti!, stored, 60);
+      expect((await client.keys(`${prefix}*`)).length).toBe(3);
+      await sessions.destroy(stored.jti!);
+      expect(await client.keys(`${prefix}*`)).toEqual([]);
+    } finally {
+      client.disconnect();
+      await deleteRedisKeys(prefix);
+    }
+  });
+
+  test('an index that names a newer instance with the same uid stays', async () => {
+    const client = await connectRedis(REDIS_URL);
+    const prefix = testRedisPrefix();
+    try {
+      const sessions = redisAdapters(client, prefix)('Session');
+      const uid = `uid-${randomUUID()}`;
+      const old = payload('Session', { uid });
+      const renewed = payload('Session', { uid }); // the provider gives a session a new id, same uid
+      await sessions.upsert(old.jti!, old, 60);
+      await sessions.upsert(renewed.jti!, renewed, 60);
+      await sessions.destroy(old.jti!);
+      expect(await sessions.findByUid(uid)).toEqual(renewed);
+    } finally {
+      client.disconnect();
+      await deleteRedisKeys(prefix);
+    }
+  });
+});

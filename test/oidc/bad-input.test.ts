@@ -64,6 +64,10 @@ const PAGE_CASES: Case[] = [
   { name: 'an unknown path', path: '/no/such/page' },
   { name: 'an unknown php path', path: '/api/admin.php' },
   { name: 'a path with broken percent-encoding', path: '/api/%E0%A4%A.php' },
+  // Found by the fuzz (scripts/fuzz.mjs): both were 500s.
+  { name: 'a resume path with a client_id and no redirect_uri', path: (c) => `/api/authorize.php/some-uid?client_id=${c.client_id}` },
+  { name: 'a form whose Content-Encoding does not decode', method: 'POST', path: '/api/register.php', headers: { 'content-type': 'application/x-www-form-urlencoded', 'content-encoding': 'deflate' }, body: 'not deflate' },
+  { name: 'JSON whose gzip does not decode', method: 'POST', path: '/api/register.php', headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' }, body: 'not gzip' },
 ];
 
 describe('malformed input', () => {
