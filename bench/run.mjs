@@ -9,7 +9,8 @@
  * (bench/lib/counters.mjs) and from /proc (the server's CPU time and RSS).
  *
  * Usage: npm run bench [-- --quick] [--mode pg|embedded|both] [--rows userinfo,exchange,…]
- *        [--seed-tokens N] [--connections 32] [--seconds 8] [--runs 3] [--no-build]
+ *        [--seed-tokens N] [--connections 32] [--seconds 8] [--runs 3] [--warmup 3] [--no-build]
+ *        [--json file] [--webhook-latency]
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -32,8 +33,10 @@ const { values: options } = parseArgs({
     connections: { type: 'string', default: '32' },
     seconds: { type: 'string' },
     runs: { type: 'string' },
+    warmup: { type: 'string' },
     'no-build': { type: 'boolean', default: false },
     json: { type: 'string' },
+    'webhook-latency': { type: 'boolean', default: false },
   },
 });
 
@@ -49,7 +52,7 @@ const settings = {
   quick: options.quick,
   connections: Number(options.connections),
   seconds: Number(options.seconds ?? (options.quick ? 2 : 8)),
-  warmup: options.quick ? 1 : 3,
+  warmup: Number(options.warmup ?? (options.quick ? 1 : 3)),
   runs: Number(options.runs ?? (options.quick ? 1 : 3)),
   tmpDir,
 };
@@ -168,6 +171,11 @@ async function main() {
 
   print(results, argon2Rate);
   if (options.json) fs.writeFileSync(options.json, JSON.stringify({ settings, argon2Rate, results }, null, 2));
+  if (options['webhook-latency']) {
+    // Webhook delivery is latency, not throughput: its own script, one event at a time.
+    console.log('');
+    execFileSync(process.execPath, ['bench/webhook-latency.mjs', '--events', options.quick ? '20' : '100'], { cwd: ROOT, stdio: 'inherit' });
+  }
   fs.rmSync(tmpDir, { recursive: true, force: true });
 }
 

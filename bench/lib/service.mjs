@@ -112,6 +112,7 @@ export async function startService(mode, { logDir }) {
       mode,
       base,
       server,
+      databaseUrl: env.DATABASE_URL,
       client,
       user: USER,
       sessionCookie,
