@@ -62,7 +62,7 @@ const log = (line) => process.stderr.write(`[bench] ${line}\n`);
  * One figure: warm-up, inputs for every run prepared, store counters settled and read, the
  * runs (CPU time and peak RSS of `server` over them), counters settled and read again.
  */
-async function measure(target, rowId, { server = target.server, counters = target.counters } = {}) {
+async function measure(target, rowId, { server = target.server, counters = target.counters, title = rowId } = {}) {
   const row = ROWS[rowId];
   const driver = row.driver ?? 'cannon';
   const plan = row.plan(target, settings);
@@ -91,7 +91,7 @@ async function measure(target, rowId, { server = target.server, counters = targe
   if (errors) notes.push(`${errors} connection errors or timeouts`);
   if (runs.some((run) => run.exhausted)) notes.push(`ran out of fresh inputs after ${runs.map((run) => fmt(run.seconds, 1)).join(', ')} s`);
   if (row.perFlow) notes.push(`costs per flow (${fmt(runs.reduce((sum, run) => sum + run.httpRequests, 0) / requests, 1)} HTTP requests each)`);
-  log(`${target.label} ${rowId}: ${fmt(median(runs.map((run) => run.perSecond)))}/s ${notes.join('; ')}`);
+  log(`${target.label} ${title}: ${fmt(median(runs.map((run) => run.perSecond)))}/s ${notes.join('; ')}`);
   return {
     target: target.label,
     row: rowId,
@@ -112,13 +112,15 @@ async function main() {
     execFileSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
   }
   const results = [];
+  const startRss = {};
   const context = { logDir: tmpDir };
 
   log('anchor: bare Koa');
   const koa = await startBareKoa(context);
   try {
     const target = { ...koa, kind: 'anchor', label: 'bare Koa' };
-    results.push({ ...(await measure(target, 'discovery')), row: 'small JSON body' });
+    // Any path answers the small body: the discovery row's plan (a GET, no inputs) drives it.
+    results.push({ ...(await measure(target, 'discovery', { title: 'small JSON body' })), row: 'small JSON body' });
   } finally {
     await koa.close();
   }
@@ -146,6 +148,7 @@ async function main() {
     const label = mode === 'pg' ? 'this service, Postgres + Redis' : 'this service, embedded';
     log(`${label}: preparing`);
     const service = await startService(mode, context);
+    startRss[label] = service.server.usage().rssBytes / 2 ** 20;
     try {
       if (seed > 0) {
         log(`seeding ${fmt(seed)} access + ${fmt(seed)} refresh tokens`);
@@ -170,6 +173,7 @@ async function main() {
   }
 
   print(results, argon2Rate);
+  for (const [label, mb] of Object.entries(startRss)) console.log(`RSS of ${label} right after start (one login and one exchange): ${fmt(mb)} MB`);
   if (options.json) fs.writeFileSync(options.json, JSON.stringify({ settings, argon2Rate, results }, null, 2));
   if (options['webhook-latency']) {
     // Webhook delivery is latency, not throughput: its own script, one event at a time.

@@ -96,17 +96,22 @@ export async function startService(mode, { logDir }) {
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
     const serviceEnv = { ...env, ...OPEN_LIMITS, PORT: String(port), BASE_URL: base };
-    const server = await startServer(`service-${mode}`, ['dist/main.js'], serviceEnv, `${base}/healthz/live`, { logDir });
-    cleanups.push(server.stop);
+    const launch = () => startServer(`service-${mode}`, ['dist/main.js'], serviceEnv, `${base}/healthz/live`, { logDir });
+    const server = await launch();
+    cleanups.push(() => target.server.stop());
 
     const client = await fetch(`${base}/api/register.php`, {
       method: 'POST', headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ client_name: 'Bench', redirect_uri: 'http://127.0.0.1:9/callback' }),
     }).then((res) => res.json());
     // One browser session that has logged in and consented: silent authorizations reuse it.
-    const browser = new Browser(base);
-    const firstCode = await browser.authorize(client, USER);
-    const sessionCookie = browser.cookiesFor(authorizePath(client));
+    const signIn = async () => {
+      const browser = new Browser(base);
+      const code = await browser.authorize(client, USER);
+      return { code, cookie: browser.cookiesFor(authorizePath(client)) };
+    };
+    const first = await signIn();
+    const sessionCookie = first.cookie;
 
     const target = {
       mode,
@@ -123,7 +128,7 @@ export async function startService(mode, { logDir }) {
       /** Fresh codes through silent authorizations of the bench session (16 in flight). */
       async mintCodes(n) {
         const codes = [];
-        const headers = { cookie: sessionCookie, accept: 'text/html' };
+        const headers = { cookie: target.sessionCookie, accept: 'text/html' };
         await Promise.all(Array.from({ length: 16 }, async () => {
           while (codes.length < n) {
             const res = await fetch(`${base}${authorizePath(client)}`, { headers, redirect: 'manual' });
@@ -159,11 +164,22 @@ export async function startService(mode, { logDir }) {
           },
         };
       },
+      /**
+       * Stops the service, runs `use({ dataDir })` (the embedded database is the service's
+       * while it runs), starts it again on the same port and signs the bench session in again
+       * (embedded sessions live in process memory).
+       */
+      async restartWith(use) {
+        await target.server.stop();
+        await use({ dataDir });
+        target.server = await launch();
+        target.sessionCookie = (await signIn()).cookie;
+      },
       async close() {
         for (const cleanup of cleanups.reverse()) await cleanup();
       },
     };
-    target.accessToken = (await target.exchange(firstCode)).access_token;
+    target.accessToken = (await target.exchange(first.code)).access_token;
     return target;
   } catch (error) {
     for (const cleanup of cleanups.reverse()) {
