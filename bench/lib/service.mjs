@@ -1,0 +1,192 @@
+/**
+ * This service as the bench runs it: `node dist/main.js` (what `npm start` runs after its
+ * build) in its own process, in one of its two modes:
+ *
+ * | mode     | database                                            | Redis                                       |
+ * |----------|-----------------------------------------------------|---------------------------------------------|
+ * | pg       | a fresh database `oauth_bench_…` on the machine's   | a private redis-server on a free port, so   |
+ * |          | PostgreSQL, dropped afterwards                      | INFO commandstats counts only this service  |
+ * | embedded | none (DATABASE_URL unset: PGlite under a temp DATA_DIR) | none (REDIS_URL unset: process memory)  |
+ *
+ * Fixtures go through the service's own doors: the user through `dist/cli.js user:create`,
+ * the client through `POST /api/register.php`, sessions, consents and codes through the
+ * authorize, login and consent pages.
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { Browser, authorizePath } from './browser.mjs';
+import { storeCounters } from './counters.mjs';
+import { freePort, ROOT, sleep, startServer } from './processes.mjs';
+
+export const POSTGRES_ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
+export const USER = { username: 'bench', password: 'correct horse battery staple' };
+const OPEN_LIMITS = { RATE_LIMIT_PER_MINUTE: '1000000', TOKEN_RATE_LIMIT_PER_MINUTE: '1000000' };
+
+async function admin(sql) {
+  const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
+  await client.connect();
+  try {
+    return await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+/** A private redis-server on a free port (no persistence). */
+async function startRedis() {
+  const port = await freePort();
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const url = `redis://127.0.0.1:${port}`;
+  for (let i = 0; i < 100; i += 1) {
+    const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    probe.on('error', () => {});
+    try {
+      await probe.connect();
+      await probe.ping();
+      probe.disconnect();
+      return { url, stop: () => new Promise((resolve) => { child.once('exit', resolve); child.kill('SIGTERM'); }) };
+    } catch {
+      probe.disconnect();
+      await sleep(100);
+    }
+  }
+  child.kill('SIGKILL');
+  throw new Error('redis-server did not start');
+}
+
+function runCli(args, env) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['dist/cli.js', ...args], { cwd: ROOT, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk) => { output += chunk; });
+    child.stderr.on('data', (chunk) => { output += chunk; });
+    child.on('close', (code) => (code === 0 ? resolve(output) : reject(new Error(`cli ${args[0]} failed: ${output}`))));
+  });
+}
+
+/**
+ * Prepares a mode's stores and fixtures and starts the service on them.
+ * Returns the target: { mode, base, server, client, user, sessionCookie, counters, accessToken, mintCodes(n), exchange(code), startRefusing(), close() }.
+ */
+export async function startService(mode, { logDir }) {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `oauth-bench-${mode}-`));
+  const cleanups = [() => fs.rmSync(dataDir, { recursive: true, force: true })];
+  const env = { DATA_DIR: dataDir, AUTHORIZATION_CODE_TTL: '600', REDIS_KEY_PREFIX: 'bench:' };
+  let database;
+  let redisUrl;
+  try {
+    if (mode === 'pg') {
+      database = `oauth_bench_${process.pid}_${randomBytes(3).toString('hex')}`;
+      await admin(`CREATE DATABASE "${database}"`);
+      cleanups.push(() => admin(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`));
+      const url = new URL(POSTGRES_ADMIN_URL);
+      url.pathname = `/${database}`;
+      env.DATABASE_URL = url.toString();
+      const redis = await startRedis();
+      cleanups.push(redis.stop);
+      redisUrl = env.REDIS_URL = redis.url;
+    }
+    await runCli(['user:create', '--username', USER.username, '--password', USER.password, '--email', 'bench@example.com', '--full-name', 'Bench User'], env);
+
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const serviceEnv = { ...env, ...OPEN_LIMITS, PORT: String(port), BASE_URL: base };
+    const launch = () => startServer(`service-${mode}`, ['dist/main.js'], serviceEnv, `${base}/healthz/live`, { logDir });
+    const server = await launch();
+    cleanups.push(() => target.server.stop());
+
+    const client = await fetch(`${base}/api/register.php`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ client_name: 'Bench', redirect_uri: 'http://127.0.0.1:9/callback' }),
+    }).then((res) => res.json());
+    // One browser session that has logged in and consented: silent authorizations reuse it.
+    const signIn = async () => {
+      const browser = new Browser(base);
+      const code = await browser.authorize(client, USER);
+      return { code, cookie: browser.cookiesFor(authorizePath(client)) };
+    };
+    const first = await signIn();
+    const sessionCookie = first.cookie;
+
+    const target = {
+      mode,
+      base,
+      server,
+      databaseUrl: env.DATABASE_URL,
+      client,
+      user: USER,
+      sessionCookie,
+      counters: storeCounters({ adminUrl: POSTGRES_ADMIN_URL, database, redisUrl }),
+      /** The spec's token form body for a code. */
+      codeBody: (code) => new URLSearchParams({ code, client_id: client.client_id, client_secret: client.client_secret }).toString(),
+      refreshBody: (token) => new URLSearchParams({ grant_type: 'refresh_token', refresh_token: token, client_id: client.client_id, client_secret: client.client_secret }).toString(),
+      /** Fresh codes through silent authorizations of the bench session (16 in flight). */
+      async mintCodes(n) {
+        const codes = [];
+        const headers = { cookie: target.sessionCookie, accept: 'text/html' };
+        await Promise.all(Array.from({ length: 16 }, async () => {
+          while (codes.length < n) {
+            const res = await fetch(`${base}${authorizePath(client)}`, { headers, redirect: 'manual' });
+            const code = res.headers.get('location') && new URL(res.headers.get('location')).searchParams.get('code');
+            if (!code) throw new Error(`silent authorize gave ${res.status} ${res.headers.get('location')}`);
+            codes.push(code);
+          }
+        }));
+        return codes.slice(0, n);
+      },
+      /** Exchanges a code; the token response. */
+      async exchange(code) {
+        const res = await fetch(`${base}/api/token.php`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: target.codeBody(code) });
+        if (res.status !== 200) throw new Error(`exchange gave ${res.status}: ${await res.text()}`);
+        return res.json();
+      },
+      /**
+       * A second instance with the default limits (same stores, its own key prefix, its own
+       * DATA_DIR in embedded mode) for the 429 row. Resolves with { base, server }.
+       */
+      async startRefusing() {
+        const refusingPort = await freePort();
+        const refusingBase = `http://127.0.0.1:${refusingPort}`;
+        const refusingDir = fs.mkdtempSync(path.join(os.tmpdir(), `oauth-bench-${mode}-429-`));
+        const refusing = await startServer(`service-${mode}-429`, ['dist/main.js'],
+          { ...env, DATA_DIR: refusingDir, REDIS_KEY_PREFIX: 'bench429:', PORT: String(refusingPort), BASE_URL: refusingBase }, `${refusingBase}/healthz/live`, { logDir });
+        return {
+          base: refusingBase,
+          server: refusing,
+          async stop() {
+            await refusing.stop();
+            fs.rmSync(refusingDir, { recursive: true, force: true });
+          },
+        };
+      },
+      /**
+       * Stops the service, runs `use({ dataDir })` (the embedded database is the service's
+       * while it runs), starts it again on the same port and signs the bench session in again
+       * (embedded sessions live in process memory).
+       */
+      async restartWith(use) {
+        await target.server.stop();
+        await use({ dataDir });
+        target.server = await launch();
+        target.sessionCookie = (await signIn()).cookie;
+      },
+      async close() {
+        for (const cleanup of cleanups.reverse()) await cleanup();
+      },
+    };
+    target.accessToken = (await target.exchange(first.code)).access_token;
+    return target;
+  } catch (error) {
+    for (const cleanup of cleanups.reverse()) {
+      try {
+        await cleanup();
+      } catch { /* the first error is the one to report */ }
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,214 @@
+/**
+ * `npm run bench`: the service against its anchors, measured in one run, printed as one table.
+ *
+ * Builds the service, then starts each server under test in its own process — bare Koa, the
+ * stock oidc-provider with a Map adapter (P), and this service (`node dist/main.js`, as
+ * `npm start` runs it) on PostgreSQL + Redis and embedded — and drives each from another
+ * process (autocannon, 32 connections; fresh login flows: 8 browsers). Each figure: a warm-up,
+ * then the median of 3 runs of 8 s. Costs per request are counted on the stores' side
+ * (bench/lib/counters.mjs) and from /proc (the server's CPU time and RSS).
+ *
+ * Usage: npm run bench [-- --quick] [--mode pg|embedded|both] [--rows userinfo,exchange,…]
+ *        [--seed-tokens N] [--connections 32] [--seconds 8] [--runs 3] [--warmup 3] [--no-build]
+ *        [--json file] [--webhook-latency]
+ */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { startBareKoa, startStockProvider } from './lib/anchors.mjs';
+import { ROOT, runDriver } from './lib/processes.mjs';
+import { ROWS, ROW_IDS } from './lib/rows.mjs';
+import { seedTokens } from './lib/seed-tokens.mjs';
+import { startService } from './lib/service.mjs';
+import { fmt, fmtRatio, formatTable, median, medianRun, perRequest, ratio } from './lib/stats.mjs';
+
+const { values: options } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    mode: { type: 'string', default: 'both' },
+    rows: { type: 'string', default: ROW_IDS.join(',') },
+    'seed-tokens': { type: 'string', default: '0' },
+    connections: { type: 'string', default: '32' },
+    seconds: { type: 'string' },
+    runs: { type: 'string' },
+    warmup: { type: 'string' },
+    'no-build': { type: 'boolean', default: false },
+    json: { type: 'string' },
+    'webhook-latency': { type: 'boolean', default: false },
+  },
+});
+
+const rows = options.rows.split(',').map((row) => row.trim()).filter(Boolean);
+for (const row of rows) if (!ROWS[row]) throw new Error(`--rows: unknown row "${row}" (rows: ${ROW_IDS.join(', ')})`);
+if (!['pg', 'embedded', 'both'].includes(options.mode)) throw new Error('--mode must be pg, embedded or both');
+const modes = options.mode === 'both' ? ['pg', 'embedded'] : [options.mode];
+const seed = Number(options['seed-tokens']);
+if (!Number.isInteger(seed) || seed < 0) throw new Error('--seed-tokens must be a whole number');
+
+const tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'oauth-bench-run-'));
+const settings = {
+  quick: options.quick,
+  connections: Number(options.connections),
+  seconds: Number(options.seconds ?? (options.quick ? 2 : 8)),
+  warmup: Number(options.warmup ?? (options.quick ? 1 : 3)),
+  runs: Number(options.runs ?? (options.quick ? 1 : 3)),
+  tmpDir,
+};
+const log = (line) => process.stderr.write(`[bench] ${line}\n`);
+
+/**
+ * One figure: warm-up, inputs for every run prepared, store counters settled and read, the
+ * runs (CPU time and peak RSS of `server` over them), counters settled and read again.
+ */
+async function measure(target, rowId, { server = target.server, counters = target.counters, title = rowId } = {}) {
+  const row = ROWS[rowId];
+  const driver = row.driver ?? 'cannon';
+  const plan = row.plan(target, settings);
+  const warm = await runDriver(driver, await plan.warmup());
+  const specs = await plan.runs(warm.perSecond);
+  await counters?.settle();
+  const before = counters ? await counters.read() : {};
+  const cpuBefore = server.usage().cpuUs;
+  let rss = server.usage().rssBytes;
+  const sampler = setInterval(() => { rss = Math.max(rss, server.usage().rssBytes); }, 200);
+  const runs = [];
+  try {
+    for (const spec of specs) runs.push(await runDriver(driver, spec));
+  } finally {
+    clearInterval(sampler);
+  }
+  const cpuUs = server.usage().cpuUs - cpuBefore;
+  await counters?.settle();
+  const after = counters ? await counters.read() : {};
+  const requests = runs.reduce((sum, run) => sum + run.requests + (run.wasted ?? 0), 0); // every request the server answered
+  const middle = medianRun(runs);
+  const unexpected = runs.reduce((sum, run) => sum + (run.requests - run.served), 0);
+  const errors = runs.reduce((sum, run) => sum + (run.errors ?? 0), 0);
+  const notes = [];
+  if (unexpected) notes.push(`${unexpected} unexpected answers: ${JSON.stringify(runs.map((run) => run.statuses))}`);
+  if (errors) notes.push(`${errors} connection errors or timeouts`);
+  if (runs.some((run) => run.exhausted)) notes.push(`ran out of fresh inputs after ${runs.map((run) => fmt(run.seconds, 1)).join(', ')} s`);
+  if (row.perFlow) notes.push(`costs per flow (${fmt(runs.reduce((sum, run) => sum + run.httpRequests, 0) / requests, 1)} HTTP requests each)`);
+  log(`${target.label} ${title}: ${fmt(median(runs.map((run) => run.perSecond)))}/s ${notes.join('; ')}`);
+  return {
+    target: target.label,
+    row: rowId,
+    perSecond: median(runs.map((run) => run.perSecond)),
+    p50: middle.p50,
+    p99: middle.p99,
+    pg: perRequest(before.pg, after.pg, requests),
+    redis: perRequest(before.redis, after.redis, requests),
+    cpuUs: cpuUs / requests,
+    rssMb: rss / 2 ** 20,
+    notes,
+  };
+}
+
+async function main() {
+  if (!options['no-build']) {
+    log('npm run build');
+    execFileSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
+  }
+  const results = [];
+  const startRss = {};
+  const context = { logDir: tmpDir };
+
+  log('anchor: bare Koa');
+  const koa = await startBareKoa(context);
+  try {
+    const target = { ...koa, kind: 'anchor', label: 'bare Koa' };
+    // Any path answers the small body: the discovery row's plan (a GET, no inputs) drives it.
+    results.push({ ...(await measure(target, 'discovery', { title: 'small JSON body' })), row: 'small JSON body' });
+  } finally {
+    await koa.close();
+  }
+
+  const anchorRows = rows.filter((row) => !ROWS[row].serviceOnly);
+  if (anchorRows.length) {
+    log('anchor: stock oidc-provider, Map adapter (P)');
+    const provider = await startStockProvider(context);
+    try {
+      for (const row of anchorRows) results.push(await measure({ ...provider, kind: 'anchor', label: 'P: stock oidc-provider 9, Map' }, row));
+    } finally {
+      await provider.close();
+    }
+  }
+
+  let argon2Rate = NaN;
+  if (rows.includes('login')) {
+    log('ceiling: argon2id verifies/s');
+    const rates = [];
+    for (let i = 0; i < settings.runs; i += 1) rates.push((await runDriver('argon2-rate', { seconds: settings.seconds, concurrency: 8 })).perSecond);
+    argon2Rate = median(rates);
+  }
+
+  for (const mode of modes) {
+    const label = mode === 'pg' ? 'this service, Postgres + Redis' : 'this service, embedded';
+    log(`${label}: preparing`);
+    const service = await startService(mode, context);
+    startRss[label] = service.server.usage().rssBytes / 2 ** 20;
+    try {
+      if (seed > 0) {
+        log(`seeding ${fmt(seed)} access + ${fmt(seed)} refresh tokens`);
+        await seedTokens(service, seed);
+      }
+      const target = { ...service, kind: 'service', label };
+      for (const row of rows) {
+        if (ROWS[row].refusing) {
+          const refusing = await service.startRefusing();
+          try {
+            results.push(await measure({ ...target, refusingBase: refusing.base }, row, { server: refusing.server }));
+          } finally {
+            await refusing.stop();
+          }
+        } else {
+          results.push(await measure(target, row));
+        }
+      }
+    } finally {
+      await service.close();
+    }
+  }
+
+  print(results, argon2Rate);
+  for (const [label, mb] of Object.entries(startRss)) console.log(`RSS of ${label} right after start (one login and one exchange): ${fmt(mb)} MB`);
+  if (options.json) fs.writeFileSync(options.json, JSON.stringify({ settings, argon2Rate, results }, null, 2));
+  if (options['webhook-latency']) {
+    // Webhook delivery is latency, not throughput: its own script, one event at a time.
+    console.log('');
+    execFileSync(process.execPath, ['bench/webhook-latency.mjs', '--events', options.quick ? '20' : '100'], { cwd: ROOT, stdio: 'inherit' });
+  }
+  fs.rmSync(tmpDir, { recursive: true, force: true });
+}
+
+/** Each row's anchor: P's figure for the same row, the argon2id ceiling for logins, the exchange for a 429. */
+function anchorOf(result, results, argon2Rate) {
+  const sameTarget = (row) => results.find((r) => r.target === result.target && r.row === row);
+  if (result.target.startsWith('P:')) return '1.00 P';
+  if (!result.target.startsWith('this service')) return '';
+  if (result.row === 'login') return `${fmtRatio(ratio(result.perSecond, argon2Rate), '×')} argon2id (${fmt(argon2Rate)}/s)`;
+  if (result.row === '429') {
+    const exchange = sameTarget('exchange');
+    return exchange ? `${fmt(ratio(exchange.cpuUs, result.cpuUs), 1)}× cheaper (CPU) than an exchange` : '';
+  }
+  const p = results.find((r) => r.target.startsWith('P:') && r.row === result.row);
+  return p ? fmtRatio(ratio(result.perSecond, p.perSecond), 'P') : '';
+}
+
+function print(results, argon2Rate) {
+  const header = ['target', 'row', 'req/s', 'p50 ms', 'p99 ms', 'vs anchor', 'PG xacts/req', 'Redis cmds/req', 'CPU µs/req', 'RSS MB', 'notes'];
+  const table = results.map((r) => [
+    r.target, ROWS[r.row]?.title ?? r.row, fmt(r.perSecond), fmt(r.p50, 1), fmt(r.p99, 1), anchorOf(r, results, argon2Rate),
+    fmt(r.pg, 1), fmt(r.redis, 1), fmt(r.cpuUs), fmt(r.rssMb), r.notes.join('; '),
+  ]);
+  console.log(`\n${new Date().toISOString()} · ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'CPU'} · node ${process.version} · `
+    + `${settings.connections} connections · warm-up ${settings.warmup} s, then the median of ${settings.runs} × ${settings.seconds} s${settings.quick ? ' (--quick)' : ''}\n`);
+  console.log(formatTable(header, table));
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

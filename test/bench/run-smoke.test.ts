@@ -1,0 +1,37 @@
+/**
+ * `npm run bench` end to end on a tiny row set (embedded mode, 4 connections, 1 s): every
+ * process starts, every anchor and row answers what it should, and one table comes out.
+ * It asserts no speed (speed lives in the printed figures), only that the instrument works.
+ */
+import { describe, expect, test, beforeAll } from '@jest/globals';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { buildDist, ROOT } from '../helpers/build.js';
+
+beforeAll(async () => {
+  await buildDist();
+}, 120_000);
+
+describe('npm run bench --quick', () => {
+  test('prints one table with the anchors and this service, no unexpected answers', async () => {
+    const { stdout } = await promisify(execFile)(process.execPath, [
+      'bench/run.mjs', '--quick', '--no-build', '--mode', 'embedded', '--rows', 'discovery,userinfo',
+      '--connections', '4', '--seconds', '1', '--warmup', '1',
+    ], { cwd: ROOT, timeout: 110_000 });
+    const lines = stdout.split('\n').filter((line) => line.startsWith('| '));
+    expect(lines[0]).toMatch(/^\| target +\| row +\| req\/s +\| p50 ms +\| p99 ms +\| vs anchor +\| PG xacts\/req +\| Redis cmds\/req +\| CPU µs\/req +\| RSS MB +\| notes/);
+    const rows = lines.slice(1).map((line) => line.split('|').slice(1, -1).map((cell) => cell.trim()));
+    expect(rows.map(([target, row]) => `${target} / ${row}`)).toEqual([
+      'bare Koa / small JSON body',
+      'P: stock oidc-provider 9, Map / discovery',
+      'P: stock oidc-provider 9, Map / userinfo',
+      'this service, embedded / discovery',
+      'this service, embedded / userinfo',
+    ]);
+    for (const row of rows) {
+      expect(Number(row[2]!.replace(/,/g, ''))).toBeGreaterThan(0); // req/s
+      expect(row[10]).toBe(''); // notes: no unexpected answers, no errors
+    }
+    expect(rows[4]![5]).toMatch(/^\d+\.\d\d P$/); // this service's userinfo against P's
+  }, 120_000);
+});
