@@ -72,14 +72,14 @@ type Deferred = { [DEFERRED]?: Limiter };
 
 /**
  * Counts every request against its address's budget; answers 429 itself when it is spent.
- * A token request with a form body is the exception: its address budget is spent together with
+ * A token request (a POST with a form body) is the exception: its address budget is spent with
  * its client_id's, in one Redis round trip, by {@link tokenAdmission} once the form is read
  * (before any lookup or secret check). One that never gets there still counts, on its way out.
  */
 export function rateLimit(limits: RateLimits): Middleware {
   return async (ctx, next) => {
     const address = clientAddress(ctx);
-    if (limits.tokenPaths.has(ctx.path) && ctx.is('application/x-www-form-urlencoded')) {
+    if (limits.tokenPaths.has(ctx.path) && ctx.method === 'POST' && ctx.is('application/x-www-form-urlencoded')) {
       const state = ctx.state as Deferred;
       state[DEFERRED] = limits.tokenByAddress;
       try {
