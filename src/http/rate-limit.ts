@@ -7,7 +7,8 @@
  * Every limited response carries `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset`
  * (seconds); where two budgets apply, those of the one closer to exhaustion. Over a limit: 429,
  * `Retry-After` (whole seconds, at least 1) and the small JSON body `too_many_requests`, written
- * here, with no body parsing, database work, hashing or rendering behind it.
+ * here, with no database work, hashing or rendering behind it (and no body parsing, except the
+ * token form whose client_id a token request's budgets need; issue 9: one Redis round trip).
  *
  * @see ../shared/spec/oauth-service-spec.md "Limits"
  * @see https://datatracker.ietf.org/doc/html/draft-ietf-httpapi-ratelimit-headers-06 (the header trio)
