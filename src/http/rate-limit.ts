@@ -7,7 +7,8 @@
  * Every limited response carries `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset`
  * (seconds); where two budgets apply, those of the one closer to exhaustion. Over a limit: 429,
  * `Retry-After` (whole seconds, at least 1) and the small JSON body `too_many_requests`, written
- * here, with no body parsing, database work, hashing or rendering behind it.
+ * here, with no database work, hashing or rendering behind it (and no body parsing, except the
+ * token form whose client_id a token request's budgets need; issue 9: one Redis round trip).
  *
  * @see ../shared/spec/oauth-service-spec.md "Limits"
  * @see https://datatracker.ietf.org/doc/html/draft-ietf-httpapi-ratelimit-headers-06 (the header trio)
@@ -72,14 +73,14 @@ type Deferred = { [DEFERRED]?: Limiter };
 
 /**
  * Counts every request against its address's budget; answers 429 itself when it is spent.
- * A token request with a form body is the exception: its address budget is spent together with
+ * A token request (a POST with a form body) is the exception: its address budget is spent with
  * its client_id's, in one Redis round trip, by {@link tokenAdmission} once the form is read
  * (before any lookup or secret check). One that never gets there still counts, on its way out.
  */
 export function rateLimit(limits: RateLimits): Middleware {
   return async (ctx, next) => {
     const address = clientAddress(ctx);
-    if (limits.tokenPaths.has(ctx.path) && ctx.is('application/x-www-form-urlencoded')) {
+    if (limits.tokenPaths.has(ctx.path) && ctx.method === 'POST' && ctx.is('application/x-www-form-urlencoded')) {
       const state = ctx.state as Deferred;
       state[DEFERRED] = limits.tokenByAddress;
       try {

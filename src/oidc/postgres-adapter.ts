@@ -94,10 +94,10 @@ async function write(sql: HotSql, op: Op, deferrable: boolean): Promise<void> {
   forget(`oidc:${op.type}:${op.id}`);
   const memo = currentMemo();
   if (!memo) return send(sql, [op]);
-  const queued: Op[] = (memo.pending as { ops?: Op[] } | undefined)?.ops ?? [];
+  const queued = (memo.pending?.ops ?? []) as Op[];
   queued.push(op);
   if (deferrable) {
-    if (!memo.pending) memo.pending = Object.assign(() => send(sql, queued), { ops: queued });
+    memo.pending ??= { ops: queued, send: () => send(sql, queued) };
     return;
   }
   memo.pending = undefined;

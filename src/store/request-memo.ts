@@ -16,8 +16,8 @@ import type { Middleware } from 'koa';
 
 export interface RequestMemo {
   readonly rows: Map<string, unknown>;
-  /** Deferred writes; `flush` sends them all. */
-  pending: (() => Promise<void>) | undefined;
+  /** Deferred writes (`ops`, the store's own), and how to send them all at once. */
+  pending: { readonly ops: unknown[]; send(): Promise<void> } | undefined;
 }
 
 const storage = new AsyncLocalStorage<RequestMemo>();
@@ -33,7 +33,7 @@ export async function flushPending(): Promise<void> {
   const pending = memo?.pending;
   if (!pending) return;
   memo.pending = undefined;
-  await pending();
+  await pending.send();
 }
 
 /**

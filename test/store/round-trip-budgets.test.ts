@@ -8,6 +8,7 @@
  * | userinfo                                 | ≤ 1        | ≤ 1   |
  * | rate limiting (all budgets of a request) | –          | 1     |
  * | silent authorize (session + consent)     | ≤ 3        | ≤ 3   |
+ * | refresh (not in the issue; measured)     | ≤ 4        | ≤ 1   |
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { Browser } from '../helpers/browser.js';
@@ -73,6 +74,18 @@ describe('round trips per request (postgres + redis)', () => {
     expect(cost.postgres).toBeLessThanOrEqual(1);
     expect(cost.redis).toBeLessThanOrEqual(1);
     expect(cost.rateLimit).toBe(1);
+  });
+
+  test('refresh (not budgeted by the issue): the rotation in one conditional statement, at most 4 PostgreSQL round trips', async () => {
+    const code = await freshCode();
+    let refreshToken = (await tokenRequest(t, { code, client_id: client.client_id, client_secret: client.client_secret })).body.refresh_token as string;
+    const cost = await worst('refresh', () => trips.during(async () => {
+      const res = await tokenRequest(t, { grant_type: 'refresh_token', refresh_token: refreshToken, client_id: client.client_id, client_secret: client.client_secret });
+      expect(res.status).toBe(200);
+      refreshToken = res.body.refresh_token as string;
+    }));
+    expect(cost.postgres).toBeLessThanOrEqual(4);
+    expect(cost.redis).toBeLessThanOrEqual(1);
   });
 
   test('silent authorize (session and consent already there): at most 3 PostgreSQL and 3 Redis round trips', async () => {
