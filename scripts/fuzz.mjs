@@ -39,9 +39,8 @@ if (!values['no-build']) await build();
 const service = await startService({ embedded: values.embedded, env: { ...TIMEOUTS, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' } });
 let exitCode = 0;
 try {
-  // Context, so cases reach past "unknown client": a client, a user, a pending login, a webhook.
+  // Context, so cases reach past "unknown client": a client, a pending login, a webhook.
   const client = await service.registerClient();
-  await service.createUser({ username: 'fuzz', password: 'correct horse battery' });
   const authorize = await fetch(`${service.baseUrl}/api/authorize.php?${new URLSearchParams({ client_id: client.client_id, redirect_uri: client.redirect_uri, response_type: 'code' })}`, { redirect: 'manual' });
   const uid = /\/interaction\/([^/?#]+)/.exec(authorize.headers.get('location') ?? '')?.[1];
   const cookie = authorize.headers.getSetCookie().map((line) => line.split(';')[0]).join('; ');

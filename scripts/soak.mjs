@@ -52,8 +52,10 @@ function newWindow() {
 }
 
 if (!values['no-build']) await build();
+const users = Array.from({ length: Number(values.users) }, (_, i) => ({ username: `soak${i}`, password: 'correct horse battery' }));
 const service = await startService({
   embedded: values.embedded,
+  users,
   env: { AUTHORIZATION_CODE_TTL: '60', ACCESS_TOKEN_TTL: '300', REFRESH_TOKEN_TTL: '300' },
 });
 let stopping = false;
@@ -67,12 +69,6 @@ process.on('SIGINT', () => void stop(130));
 
 try {
   const clients = await Promise.all([0, 1, 2, 3].map(() => service.registerClient()));
-  const users = [];
-  for (let i = 0; i < Number(values.users); i += 1) {
-    const user = { username: `soak${i}`, password: 'correct horse battery' };
-    await service.createUser(user);
-    users.push(user);
-  }
   let next = 0;
   const pick = () => {
     next += 1;

@@ -57,7 +57,8 @@ export function rssOf(pid) {
   }
 }
 
-export async function startService({ env = {}, embedded = false } = {}) {
+/** `users` are created (dist/cli.js user:create) before the service starts: an embedded database has one owner at a time. */
+export async function startService({ env = {}, embedded = false, users = [] } = {}) {
   const port = await freePort();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'oauth-script-'));
   const baseUrl = `http://127.0.0.1:${port}`;
@@ -74,6 +75,10 @@ export async function startService({ env = {}, embedded = false } = {}) {
   }
   Object.assign(serviceEnv, env);
 
+  for (const user of users) {
+    await promisify(execFile)(process.execPath, ['dist/cli.js', 'user:create', '--username', user.username, '--password', user.password,
+      '--email', user.email ?? 'soak@example.com', '--full-name', user.fullName ?? 'Soak User'], { cwd: ROOT, env: serviceEnv });
+  }
   const child = spawn(process.execPath, ['dist/main.js'], { cwd: ROOT, env: serviceEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const collect = (chunk) => {
@@ -109,11 +114,6 @@ export async function startService({ env = {}, embedded = false } = {}) {
     output: () => output,
     exited,
     rss: () => rssOf(child.pid),
-    /** Creates a user through the service's own CLI (dist/cli.js user:create). */
-    async createUser(user) {
-      await promisify(execFile)(process.execPath, ['dist/cli.js', 'user:create', '--username', user.username, '--password', user.password,
-        '--email', user.email ?? 'soak@example.com', '--full-name', user.fullName ?? 'Soak User'], { cwd: ROOT, env: serviceEnv });
-    },
     /** Registers a client through POST /api/register.php (JSON). */
     async registerClient(redirectUri = 'http://localhost:9999/callback') {
       const res = await fetch(`${baseUrl}/api/register.php`, {

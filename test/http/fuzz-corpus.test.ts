@@ -19,6 +19,21 @@ import type { TestApp } from '../helpers/test-app.js';
 const SEED = 20261123;
 const COUNT = 600;
 
+describe('the fuzz checker', () => {
+  const c = { name: 'x', method: 'GET', target: '/api/%27SELECT%20x%20FROM%20y', headers: [] as [string, string][] };
+  const answer = (status: number, body: string, timedOut = false) => ({ status, headers: {}, body, ms: 1, timedOut });
+  test('flags a 5xx, a hang and internals in a body', () => {
+    expect(problemsOf(c, answer(500, ''))).toEqual(['status 500']);
+    expect(problemsOf(c, answer(0, '', true))).toEqual(['no answer (hang)']);
+    expect(problemsOf(c, answer(400, 'TypeError: x\n    at handler (/work/app/dist/app.js:10:5)')).length).toBeGreaterThanOrEqual(3);
+    expect(problemsOf(c, answer(400, 'PrismaClientKnownRequestError: relation "users" does not exist'))).not.toEqual([]);
+    expect(problemsOf(c, answer(400, '<h1>oops! something went wrong</h1>'))).not.toEqual([]);
+  });
+  test('does not count an echo of the request itself', () => {
+    expect(problemsOf(c, answer(404, "nothing is served at GET /api/'SELECT x FROM y"))).toEqual([]);
+  });
+});
+
 describe(`fuzz corpus (seed ${SEED}, ${COUNT} cases)`, () => {
   let t: TestApp;
   let server: http.Server;
