@@ -31,6 +31,8 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY --from=build /app/views ./views
 COPY --from=build /app/prisma/migrations ./prisma/migrations
+# Served at GET /api/openapi.json, read at start-up from beside dist/ (src/http/openapi-document.ts).
+COPY --from=build /app/openapi.json ./
 # DATA_DIR keeps generated keys (and PGlite when DATABASE_URL is unset). Created here, owned by
 # `node`, so a fresh named volume mounted on it inherits that owner and stays writable.
 RUN mkdir -p /app/data && chown node:node /app/data
