@@ -12,7 +12,9 @@ import addFormatsModule from 'ajv-formats';
 import { ERROR_STATUS } from '../../src/errors.js';
 import { OPENAPI_FILE, OPENAPI_PATH } from '../../src/http/openapi-document.js';
 import { Browser } from '../helpers/browser.js';
-import { basicAuth, createUser, registerClient } from '../helpers/fixtures.js';
+import { basicAuth, createUser, obtainTokens, registerClient } from '../helpers/fixtures.js';
+import { startPostgresServer } from '../helpers/postgres-server.js';
+import type { PostgresServer } from '../helpers/postgres-server.js';
 import { startTestApp } from '../helpers/test-app.js';
 import type { TestApp } from '../helpers/test-app.js';
 
@@ -115,6 +117,10 @@ describe('the live API answers as openapi.json says', () => {
     const res = await call(t, 'GET', OPENAPI_PATH);
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
     expect(res.text).toBe(text);
+    // Paths are exact: another spelling is 404 naming the path meant.
+    const other = await fetch(`${t.baseUrl}/API/OpenAPI.json`);
+    expect(other.status).toBe(404);
+    expect(await other.text()).toContain(OPENAPI_PATH);
   });
 
   test('health, discovery and keys', async () => {
@@ -209,5 +215,40 @@ describe('limits', () => {
   });
 });
 
+describe('store down, and shutdown', () => {
+  let postgres: PostgresServer;
+  let t: TestApp;
+  beforeAll(async () => {
+    postgres = await startPostgresServer();
+    t = await startTestApp({
+      mode: 'embedded', // no shared database: DATABASE_URL names the private cluster
+      env: { DATABASE_URL: postgres.url },
+      log: () => {}, // the background jobs' complaints while the database is down are expected
+    });
+  }, 120_000);
+  afterAll(async () => {
+    await t?.close({ keepData: true });
+    await postgres?.stop();
+  }, 60_000);
 
-
+  test('503 temporarily_unavailable with Retry-After, readiness 503 and stopping are documented', async () => {
+    const client = await registerClient(t);
+    const { access_token } = await obtainTokens(t, client, await createUser(t));
+    await postgres.kill(); // tokens, clients and users live in PostgreSQL
+    const checks: [string, string, Parameters<typeof call>[3]][] = [
+      ['GET', '/api/userinfo.php', { headers: { authorization: `Bearer ${access_token}` } }],
+      ['POST', '/api/token.php', { form: { code: 'x'.repeat(43), client_id: client.client_id, client_secret: client.client_secret } }],
+      ['GET', '/api/webhooks.php', { headers: { authorization: basicAuth(client) } }],
+      ['POST', '/api/register.php', { json: { client_name: 'Down', redirect_uri: 'http://localhost:9999/cb' } }],
+    ];
+    for (const [method, path, init] of checks) {
+      const res = await call(t, method, path, init);
+      expect({ path, status: res.status, error: (res.body as Json).error }).toEqual({ path, status: 503, error: 'temporarily_unavailable' });
+      expect(res.headers.get('retry-after')).toMatch(/^\d+$/);
+    }
+    expect(((await call(t, 'GET', '/healthz/ready')).body as Json).failing).toEqual(['database']);
+    expect((await call(t, 'GET', '/healthz/live')).status).toBe(200);
+    t.app.startDraining();
+    expect(((await call(t, 'GET', '/healthz/ready')).body as Json).status).toBe('stopping');
+  }, 60_000);
+});
