@@ -10,7 +10,13 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { ERROR_STATUS } from '../../src/errors.js';
+import { HEALTH_PATH, LIVE_PATH, READY_PATH } from '../../src/http/health.js';
 import { OPENAPI_FILE, OPENAPI_PATH } from '../../src/http/openapi-document.js';
+import { DISCOVERY_PATHS, ROUTES } from '../../src/oidc/routes.js';
+import { APPLICATIONS_PATH } from '../../src/ui/applications.js';
+import { REGISTER_PATH } from '../../src/ui/register.js';
+import { SETTINGS_PATH } from '../../src/ui/settings-session.js';
+import { WEBHOOKS_PATH } from '../../src/webhooks/webhooks-api.js';
 import { Browser } from '../helpers/browser.js';
 import { basicAuth, createUser, obtainTokens, registerClient } from '../helpers/fixtures.js';
 import { startPostgresServer } from '../helpers/postgres-server.js';
@@ -87,6 +93,11 @@ describe('openapi.json', () => {
     const result = await new Validator().validate(doc);
     expect(result).toEqual({ valid: true });
     expect(doc.openapi).toMatch(/^3\.1\./);
+  });
+
+  test('describes every path the app serves (the login and consent pages, reached only by redirect, aside)', () => {
+    const served = [...Object.values(ROUTES), ...DISCOVERY_PATHS, REGISTER_PATH, SETTINGS_PATH, WEBHOOKS_PATH, APPLICATIONS_PATH, OPENAPI_PATH, HEALTH_PATH, LIVE_PATH, READY_PATH];
+    expect(Object.keys(doc.paths).sort()).toEqual([...new Set(served)].sort());
   });
 
   test("the error body's codes are exactly src/errors.ts's", () => {
@@ -181,6 +192,13 @@ describe('the live API answers as openapi.json says', () => {
     expect(await errorOf(call(t, 'POST', '/api/token.php', { form: { code: 'x' } }))).toBe('invalid_request');
     expect(await errorOf(call(t, 'GET', '/api/userinfo.php', { headers: { authorization: `Bearer ${access_token}` } }))).toBe('invalid_token');
     expect(await errorOf(call(t, 'GET', '/api/userinfo.php'))).toBe('invalid_token');
+  });
+
+  test('the settings and applications pages', async () => {
+    for (const path of ['/api/settings.php', '/api/applications.php']) {
+      expect((await call(t, 'GET', path)).headers.get('content-type')).toMatch(/^text\/html/);
+      expect((await call(t, 'POST', path, { query: { action: 'sign_in' }, form: { action: 'sign_in', _csrf: 'forged' } })).status).toBe(403);
+    }
   });
 
   test('the webhooks API', async () => {
