@@ -31,14 +31,19 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY --from=build /app/views ./views
 COPY --from=build /app/prisma/migrations ./prisma/migrations
+# Served at GET /api/openapi.json, read at start-up from beside dist/ (src/http/openapi-document.ts).
+COPY --from=build /app/openapi.json ./
 # DATA_DIR keeps generated keys (and PGlite when DATABASE_URL is unset). Created here, owned by
 # `node`, so a fresh named volume mounted on it inherits that owner and stays writable.
 RUN mkdir -p /app/data && chown node:node /app/data
 VOLUME /app/data
 USER node
 EXPOSE 3000
+# Liveness only (GET /healthz/live touches no store): Docker restarts nothing on health, and a
+# store outage must not mark the process unhealthy; docker-compose.yml and orchestrators route
+# traffic on readiness (/healthz/ready) instead. Node's own fetch: the slim image has no curl.
 # Plain http on PORT: with TLS_CERT_FILE set, override this check (or probe through the proxy).
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/healthz/live').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # node as PID 1 receives SIGTERM directly; src/main.ts closes connections and stores on it.
 CMD ["node", "dist/main.js"]

@@ -43,6 +43,7 @@ import { DISCOVERY_PATHS, ROUTES, TOKEN_ISSUING_PATHS } from './oidc/routes.js';
 import { specGlue } from './oidc/spec-glue.js';
 import { bodyParseError, handleErrors } from './http/handle-errors.js';
 import { health } from './http/health.js';
+import { OPENAPI_PATH, openapiDocument } from './http/openapi-document.js';
 import { trackInFlight } from './http/in-flight.js';
 import { exactPaths } from './http/exact-paths.js';
 import { rateLimit, tokenAdmission } from './http/rate-limit.js';
@@ -175,7 +176,9 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
     .use(rateLimit(limits)) // everything below is limited; nothing is parsed or looked up before it
     .use(exactPaths([
       ...Object.values(ROUTES), ...DISCOVERY_PATHS, REGISTER_PATH, SETTINGS_PATH, WEBHOOKS_PATH, APPLICATIONS_PATH,
+      OPENAPI_PATH,
     ]))
+    .use(openapiDocument()) // issue 11: the API's description, from openapi.json
     .use(registerRoutes({ clients, views, body }).routes())
     .use(settingsRoutes({ findClient: clients.find, settings: clientSettings, webhooks, views, body, clock }).routes())
     .use(webhooksApi({ findClient: clients.find, webhooks, body }).routes())

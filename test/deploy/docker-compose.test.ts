@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import { describe, expect, test } from '@jest/globals';
 import { parse } from 'yaml';
 import { loadConfig } from '../../src/config.js';
-import { HEALTH_PATH } from '../../src/http/health.js';
+import { LIVE_PATH, READY_PATH } from '../../src/http/health.js';
 
 type Env = Record<string, string | undefined>;
 interface Service {
@@ -96,13 +96,15 @@ describe('docker-compose.yml', () => {
     expect(app.depends_on).toMatchObject({ postgres: { condition: 'service_healthy' }, redis: { condition: 'service_healthy' } });
   });
 
-  test('every service has a healthcheck; app probes its health endpoint', () => {
+  test('every service has a healthcheck; app probes its readiness with node (the image has no curl)', () => {
     const unchecked = ['app', 'postgres', 'redis'].filter((name) => {
       const check = services[name]?.healthcheck;
       return check?.test === undefined || check.disable === true || [check.test].flat()[0] === 'NONE';
     });
     expect(unchecked).toEqual([]);
-    expect(JSON.stringify(app.healthcheck?.test)).toContain(HEALTH_PATH);
+    const check = [app.healthcheck!.test!].flat();
+    expect(check.slice(0, 3)).toEqual(['CMD', 'node', '-e']);
+    expect(check[3]).toContain(`${READY_PATH}'`);
   });
 
   test('app is given the time of a drained shutdown before Docker kills it', () => {
@@ -152,5 +154,30 @@ describe('Dockerfile', () => {
     const missing = ['package.json', 'package-lock.json', 'prisma', 'scripts']
       .filter((needed) => !copied.includes(needed) && !copied.includes('.'));
     expect(missing).toEqual([]);
+  });
+
+  test('is multi-stage: the final stage takes only built output and production dependencies from the build stage', () => {
+    expect(dockerStages.length).toBeGreaterThanOrEqual(2);
+    const copies = argsOf('COPY');
+    expect(copies.filter((args) => !args.startsWith('--from='))).toEqual([]);
+    expect(argsOf('RUN').join(' ')).not.toMatch(/\bnpm (ci|install)\b/);
+    const build = dockerStages.slice(0, -1).flat().filter((i) => i.keyword === 'RUN').map((i) => i.args).join(' ');
+    expect(build).toMatch(/npm prune --omit=dev|npm ci --omit=dev/);
+  });
+
+  test('the final stage holds every file the service reads at run time', () => {
+    const sources = argsOf('COPY').map((args) => args.split(/\s+/).filter((word) => !word.startsWith('--')).at(0)!.replace(/^\/app\//, '').replace(/\/$/, ''));
+    expect(sources).toEqual(expect.arrayContaining(['package.json', 'node_modules', 'dist', 'views', 'prisma/migrations', 'openapi.json']));
+  });
+
+  test('HEALTHCHECK probes liveness with node, no curl', () => {
+    const healthchecks = argsOf('HEALTHCHECK');
+    expect(healthchecks).toHaveLength(1);
+    const command = /\bCMD\s+(\[.*\])\s*$/.exec(healthchecks[0]!);
+    expect(command).not.toBeNull();
+    const argv = JSON.parse(command![1]!) as string[];
+    expect(argv.slice(0, 2)).toEqual(['node', '-e']);
+    expect(argv[2]).toContain(`${LIVE_PATH}'`);
+    expect(argv.join(' ')).not.toMatch(/\b(curl|wget)\b/);
   });
 });
