@@ -41,9 +41,13 @@ import { createProvider } from './oidc/provider.js';
 import { redisAdapters } from './oidc/redis-adapter.js';
 import { DISCOVERY_PATHS, ROUTES, TOKEN_ISSUING_PATHS } from './oidc/routes.js';
 import { specGlue } from './oidc/spec-glue.js';
+import { accessLog } from './http/access-log.js';
 import { bodyParseError, handleErrors } from './http/handle-errors.js';
-import { health } from './http/health.js';
+import { health, HEALTH_PATH, LIVE_PATH, READY_PATH } from './http/health.js';
 import { OPENAPI_PATH, openapiDocument } from './http/openapi-document.js';
+import { requestId } from './http/request-id.js';
+import { createLogger, errorLog } from './ops/logger.js';
+import type { Logger as OpsLogger } from './ops/logger.js';
 import { trackInFlight } from './http/in-flight.js';
 import { exactPaths } from './http/exact-paths.js';
 import { rateLimit, tokenAdmission } from './http/rate-limit.js';
@@ -70,6 +74,8 @@ export interface App {
   readonly users: UserStore;
   readonly clients: ClientStore;
   readonly webhooks: WebhookService;
+  /** Where the app writes its access and error lines (issue 11 "Operable in production"). */
+  readonly logger: OpsLogger;
   callback(): http.RequestListener;
   /** Shutdown, first step: readiness answers 503 and responses ask clients to reconnect elsewhere. */
   startDraining(): void;
@@ -83,13 +89,16 @@ export interface App {
   close(options?: { timeoutMs?: number }): Promise<boolean>;
 }
 
+/** Receives the errors the app meets, with the request's context when a request failed. */
 export type Logger = (error: unknown, ctx?: Context) => void;
 
-const defaultLogger: Logger = (error, ctx) => {
-  console.error(ctx ? `${ctx.method} ${ctx.path} failed:` : 'error:', error);
-};
-
-export async function createApp(config: Config, log: Logger = defaultLogger): Promise<App> {
+/**
+ * `logging`: the process's logger (src/main.ts creates it), which gets access and error lines;
+ * or only an error callback (some tests), and then no access lines are written.
+ */
+export async function createApp(config: Config, logging: OpsLogger | Logger = createLogger({ level: config.logLevel })): Promise<App> {
+  const logger = typeof logging === 'function' ? createLogger({ level: 'silent' }) : logging;
+  const log: Logger = typeof logging === 'function' ? logging : errorLog(logging);
   const db = await openDatabase(config);
   let redis: Redis | undefined;
   try {
@@ -159,12 +168,18 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
   });
 
   const inFlight = trackInFlight();
+  const servedPaths = [
+    ...Object.values(ROUTES), ...DISCOVERY_PATHS, REGISTER_PATH, SETTINGS_PATH, WEBHOOKS_PATH, APPLICATIONS_PATH,
+    OPENAPI_PATH,
+  ];
 
   // Behind TRUST_PROXY, the client is the last X-Forwarded-For entry (the one our proxy added).
   const koa = new Koa({ proxy: config.trustProxy, maxIpsCount: 1, keys: keys.cookieKeys });
   koa.silent = true; // errors are logged by handleErrors and the provider's server_error event
   koa
     .use(inFlight.middleware) // a drained shutdown waits for every handler, hung-up clients' included
+    .use(requestId())
+    .use(accessLog({ logger, knownPaths: new Set([...servedPaths, HEALTH_PATH, LIVE_PATH, READY_PATH, '/assets/site.css']) }))
     .use(handleErrors(respondError, log))
     .use(securityHeaders({ hsts: config.secureCookies }))
     .use(health({
@@ -174,10 +189,7 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
     }))
     .use(staticAssets(VIEWS_DIR))
     .use(rateLimit(limits)) // everything below is limited; nothing is parsed or looked up before it
-    .use(exactPaths([
-      ...Object.values(ROUTES), ...DISCOVERY_PATHS, REGISTER_PATH, SETTINGS_PATH, WEBHOOKS_PATH, APPLICATIONS_PATH,
-      OPENAPI_PATH,
-    ]))
+    .use(exactPaths(servedPaths))
     .use(openapiDocument()) // issue 11: the API's description, from openapi.json
     .use(registerRoutes({ clients, views, body }).routes())
     .use(settingsRoutes({ findClient: clients.find, settings: clientSettings, webhooks, views, body, clock }).routes())
@@ -213,6 +225,7 @@ export async function createApp(config: Config, log: Logger = defaultLogger): Pr
     users,
     clients,
     webhooks,
+    logger,
     callback: () => koa.callback(),
     startDraining: () => inFlight.startDraining(),
     settled: (timeoutMs) => inFlight.settled(timeoutMs),

@@ -5,6 +5,8 @@
  * @example const config = loadConfig(process.env);
  */
 import path from 'node:path';
+import { LOG_LEVELS } from './ops/logger.js';
+import type { LogLevel } from './ops/logger.js';
 
 export interface Config {
   readonly nodeEnv: 'development' | 'production' | 'test';
@@ -39,6 +41,10 @@ export interface Config {
   readonly tls: { readonly certFile: string; readonly keyFile: string } | undefined;
   /** How long each store may take before a request gives up on it (see {@link Timeouts}). */
   readonly timeouts: Timeouts;
+  /** LOG_LEVEL: the least severe level written (issue 11 "Operable in production"). */
+  readonly logLevel: LogLevel;
+  /** METRICS_PORT: where `/metrics` is served on its own listener; unset = no metrics listener. */
+  readonly metricsPort: number | undefined;
 }
 
 /**
@@ -137,6 +143,14 @@ function cookieKeys(env: Env): string[] | undefined {
   return keys;
 }
 
+function logLevel(env: Env): LogLevel {
+  const raw = read(env, 'LOG_LEVEL')?.toLowerCase() ?? 'info';
+  if (!(LOG_LEVELS as readonly string[]).includes(raw)) {
+    throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}, got "${raw}"`);
+  }
+  return raw as LogLevel;
+}
+
 /** Parses the environment. Throws {@link ConfigError} naming the first bad variable. */
 /** Node refuses a headers timeout above the request timeout, so the pair is checked together. */
 function httpTimeouts(env: Env): Pick<Timeouts, 'httpHeadersMs' | 'httpRequestMs' | 'httpKeepAliveMs'> {
@@ -181,7 +195,14 @@ export function loadConfig(env: Env): Config {
     throw new ConfigError('REDIS_KEY_PREFIX', 'must be 1-64 characters of letters, digits, _ : . -');
   }
 
+  const metricsPort = read(env, 'METRICS_PORT') === undefined ? undefined : integer(env, 'METRICS_PORT', 0, 0, 65535);
+  if (metricsPort !== undefined && metricsPort !== 0 && metricsPort === port) {
+    throw new ConfigError('METRICS_PORT', `must differ from PORT (${port}): metrics are not served to the public`);
+  }
+
   return Object.freeze({
+    logLevel: logLevel(env),
+    metricsPort,
     nodeEnv: nodeEnvRaw,
     production,
     port,

@@ -17,6 +17,16 @@ import { createApp } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
 import { serverOptions } from './http/server-timeouts.js';
 import type { Config } from './config.js';
+import { createLogger } from './ops/logger.js';
+import type { Logger } from './ops/logger.js';
+import { routeProcessOutput } from './ops/process-output.js';
+
+/** Readable lines only for a person at a terminal, never in production (issue 11). */
+const readable = (config?: Config) => Boolean(process.stdout.isTTY) && !config?.production;
+/** Why the process could not start, on stderr: a message, not a stack trace. */
+const startFailure = (message: string, fields: object = {}) => {
+  createLogger({ level: 'info', pretty: Boolean(process.stderr.isTTY), stderr: true }).fatal(fields, message);
+};
 
 function describe(config: Config): string {
   const database = config.databaseUrl ? 'PostgreSQL (DATABASE_URL)' : `embedded PostgreSQL in ${config.dataDir}`;
@@ -38,26 +48,29 @@ function readTls(tls: NonNullable<Config['tls']>): { cert: Buffer; key: Buffer }
 
 async function main() {
   let config: Config;
+  let logger: Logger;
   let tls: { cert: Buffer; key: Buffer } | undefined;
   try {
     config = loadConfig(process.env);
+    logger = createLogger({ level: config.logLevel, pretty: readable(config) });
     tls = config.tls && readTls(config.tls);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
-    console.error(`Configuration error: ${error.message}`);
+    startFailure(`Configuration error: ${error.message}`, { variable: error.variable });
     process.exit(1);
   }
-  const app = await createApp(config);
+  routeProcessOutput(logger);
+  const app = await createApp(config, logger);
   const bounds = serverOptions(config.timeouts); // slow or unfinished requests are closed (HTTP_*_TIMEOUT_MS)
   const server = tls ? https.createServer({ ...tls, ...bounds }, app.callback()) : http.createServer(bounds, app.callback());
-  server.listen(config.port, () => console.log(describe(config)));
+  server.listen(config.port, () => logger.info(describe(config)));
 
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     const { shutdownDelayMs, shutdownMs } = config.timeouts;
-    console.log(`${signal}: draining (not ready; closing the listener in ${shutdownDelayMs} ms)`);
+    logger.info(`${signal}: draining (not ready; closing the listener in ${shutdownDelayMs} ms)`);
     app.startDraining();
     await new Promise((resolve) => setTimeout(resolve, shutdownDelayMs));
     // Stop accepting, but let open connections deliver the request they carry: http's own
@@ -67,10 +80,10 @@ async function main() {
     await app.settled(shutdownMs);
     server.closeIdleConnections(); // nothing is in flight on them: no request can start there any more
     const settled = await app.close({ timeoutMs: Math.max(deadline - Date.now(), 0) });
-    if (!settled) console.error(`${signal}: requests still running after SHUTDOWN_TIMEOUT_MS (${shutdownMs} ms); closed anyway`);
+    if (!settled) logger.error(`${signal}: requests still running after SHUTDOWN_TIMEOUT_MS (${shutdownMs} ms); closed anyway`);
     server.closeAllConnections();
     await closed;
-    console.log(`${signal}: closed`);
+    logger.info(`${signal}: closed`);
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));
@@ -78,6 +91,6 @@ async function main() {
 }
 
 main().catch((error: unknown) => {
-  console.error(`Could not start: ${error instanceof Error ? error.message : String(error)}`);
+  startFailure(`Could not start: ${error instanceof Error ? error.message : String(error)}`);
   process.exit(1);
 });

@@ -62,6 +62,8 @@ describe('loadConfig defaults', () => {
         httpRequestMs: 30_000,
         httpKeepAliveMs: 5000,
       },
+      logLevel: 'info',
+      metricsPort: undefined,
     });
   });
 
@@ -104,6 +106,8 @@ describe('loadConfig defaults', () => {
       HTTP_HEADERS_TIMEOUT_MS: '3000',
       HTTP_REQUEST_TIMEOUT_MS: '6000',
       HTTP_KEEP_ALIVE_TIMEOUT_MS: '1500',
+      LOG_LEVEL: 'Debug',
+      METRICS_PORT: '9464',
     });
     expect(config).toEqual({
       nodeEnv: 'test',
@@ -138,6 +142,8 @@ describe('loadConfig defaults', () => {
         httpRequestMs: 6000,
         httpKeepAliveMs: 1500,
       },
+      logLevel: 'debug',
+      metricsPort: 9464,
     });
   });
 
@@ -195,6 +201,10 @@ describe('a bad value throws ConfigError naming the variable', () => {
     ['HTTP_KEEP_ALIVE_TIMEOUT_MS', { HTTP_KEEP_ALIVE_TIMEOUT_MS: '0' }],
     // Node refuses a headers timeout longer than the request timeout.
     ['HTTP_HEADERS_TIMEOUT_MS', { HTTP_HEADERS_TIMEOUT_MS: '20000', HTTP_REQUEST_TIMEOUT_MS: '10000' }],
+    ['LOG_LEVEL', { LOG_LEVEL: 'verbose' }],
+    ['METRICS_PORT', { METRICS_PORT: '65536' }],
+    ['METRICS_PORT', { METRICS_PORT: 'metrics' }],
+    ['METRICS_PORT', { PORT: '3000', METRICS_PORT: '3000' }],
     // https without TLS or a trusted proxy could never set a Secure cookie.
     ['TRUST_PROXY', { BASE_URL: 'https://auth.example.com' }],
   ])('%s in %j', (variable, env) => {

@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { createApp } from '../../src/app.js';
 import type { App, Logger } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
+import type { Logger as OpsLogger } from '../../src/ops/logger.js';
 import type { Config } from '../../src/config.js';
 import { createTestDatabase, deleteRedisKeys, dropDatabase, REDIS_URL, tempDataDir, testRedisPrefix } from './services.js';
 
@@ -41,6 +42,8 @@ export interface StartOptions {
   reuse?: Record<string, string>;
   /** Receives errors the app logs, with the request's context when one failed (default: fail loudly in the test output). */
   log?: Logger;
+  /** A structured logger instead (access and error lines); takes precedence over `log`. */
+  logger?: OpsLogger;
 }
 
 async function listen(server: http.Server, port = 0): Promise<number> {
@@ -69,7 +72,7 @@ export async function startTestApp(options: StartOptions = {}): Promise<TestApp>
     Object.assign(env, options.env);
   }
   const config = loadConfig(env);
-  const app = await createApp(config, options.log ?? ((error) => console.error('app error:', error)));
+  const app = await createApp(config, options.logger ?? options.log ?? ((error) => console.error('app error:', error)));
   server.on('request', app.callback());
 
   return {

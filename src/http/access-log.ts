@@ -1,0 +1,76 @@
+/**
+ * One access line a request (issue 11): method, route, status, duration in ms, request id,
+ * client address and, where the request named or authenticated one, the client_id.
+ *
+ * The route is the matched path (`/interaction/:uid/login`), never the raw URL: a query string
+ * can carry codes and tokens, and an interaction uid is a session handle. Paths the service does
+ * not serve are logged as `unmatched`, so that neither a log line nor a metric label echoes
+ * whatever a caller sent. No header is logged.
+ *
+ * @example koa.use(requestId()).use(accessLog({ logger, knownPaths }));
+ */
+import type { Context, Middleware } from 'koa';
+import type { Logger } from 'pino';
+import { clientAddress } from './client-address.js';
+
+export const UNMATCHED_ROUTE = 'unmatched';
+
+/** The route a request matched: the router's pattern, a known fixed path, or `unmatched`. */
+export function routeOf(ctx: Context, knownPaths: ReadonlySet<string>): string {
+  const matched = (ctx as Context & { _matchedRoute?: string | RegExp })._matchedRoute;
+  if (typeof matched === 'string') return matched;
+  return knownPaths.has(ctx.path) ? ctx.path : UNMATCHED_ROUTE;
+}
+
+/** The client a request is about, when the provider or our own routes identified one. */
+export function clientIdOf(ctx: Context): string | undefined {
+  const oidc = (ctx as Context & { oidc?: { client?: { clientId?: string }; params?: { client_id?: unknown } } }).oidc;
+  const known = oidc?.client?.clientId ?? (ctx.state as { clientId?: string }).clientId;
+  return typeof known === 'string' ? known : undefined;
+}
+
+export interface RequestOutcome {
+  method: string;
+  route: string;
+  status: number;
+  durationMs: number;
+  clientId: string | undefined;
+}
+
+export interface AccessLogOptions {
+  logger: Logger;
+  knownPaths: ReadonlySet<string>;
+  /** Called once a request is answered (the metrics observe requests here). */
+  onResponse?: (outcome: RequestOutcome, ctx: Context) => void;
+}
+
+export function accessLog({ logger, knownPaths, onResponse }: AccessLogOptions): Middleware {
+  return async (ctx, next) => {
+    const started = process.hrtime.bigint();
+    let failed = false;
+    try {
+      await next();
+    } catch (error) {
+      failed = true; // handleErrors answers every error below; this is the last resort
+      throw error;
+    } finally {
+      const outcome: RequestOutcome = {
+        method: ctx.method,
+        route: routeOf(ctx, knownPaths),
+        status: failed ? 500 : ctx.status,
+        durationMs: Number(process.hrtime.bigint() - started) / 1e6,
+        clientId: clientIdOf(ctx),
+      };
+      logger.info({
+        request_id: ctx.state.requestId as string | undefined,
+        method: outcome.method,
+        route: outcome.route,
+        status: outcome.status,
+        duration_ms: Math.round(outcome.durationMs * 1000) / 1000,
+        client_address: clientAddress(ctx),
+        client_id: outcome.clientId,
+      }, 'request');
+      onResponse?.(outcome, ctx);
+    }
+  };
+}

@@ -1,0 +1,132 @@
+/**
+ * Structured logs (issue 11 "Operable in production"): whole flows run with the app's logger
+ * writing into a captured stream; no secret of those flows appears in any line, every line is
+ * JSON, and one request can be followed by its X-Request-Id.
+ */
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { createLogger } from '../../src/ops/logger.js';
+import { routeProcessOutput } from '../../src/ops/process-output.js';
+import { Browser } from '../helpers/browser.js';
+import { basicAuth, createUser, postForm, registerClient, tokenRequest, userinfo } from '../helpers/fixtures.js';
+import { startTestApp } from '../helpers/test-app.js';
+import type { TestApp } from '../helpers/test-app.js';
+
+type Line = Record<string, unknown>;
+
+function capture() {
+  const chunks: string[] = [];
+  return {
+    destination: { write: (chunk: string) => { chunks.push(chunk); } },
+    text: () => chunks.join(''),
+    lines: (): Line[] => chunks.join('').split('\n').filter(Boolean).map((line) => JSON.parse(line) as Line),
+  };
+}
+
+describe('logs of whole flows', () => {
+  const out = capture();
+  let t: TestApp;
+  const secrets: Record<string, string> = {};
+  beforeAll(async () => {
+    t = await startTestApp({ logger: createLogger({ level: 'trace', destination: out.destination }) });
+
+    const user = await createUser(t, { password: 'pw-that-must-not-be-logged-7Q' });
+    secrets.password = user.password;
+    const client = await registerClient(t);
+    secrets.client_secret = client.client_secret;
+    const browser = new Browser(t.baseUrl);
+    const redirect = await browser.authorize(client, user, { state: 'st4te' });
+    const code = redirect.searchParams.get('code')!;
+    secrets.code = code;
+    for (const [index, line] of browser.setCookies.entries()) {
+      const value = line.split(';')[0]!.split('=').slice(1).join('=');
+      if (value.length >= 8) secrets[`cookie ${index}`] = value;
+    }
+
+    const basic = basicAuth(client);
+    secrets.authorization = basic.slice('Basic '.length);
+    const token = await tokenRequest(t, { grant_type: 'authorization_code', code, redirect_uri: client.redirect_uri }, { authorization: basic });
+    expect(token.status).toBe(200);
+    secrets.access_token = String(token.body.access_token);
+    secrets.refresh_token = String(token.body.refresh_token);
+    expect((await userinfo(t, `Bearer ${secrets.access_token}`)).status).toBe(200);
+    await fetch(`${t.baseUrl}/api/userinfo.php?access_token=${secrets.access_token}`); // a token in a query string
+
+    const refreshed = await tokenRequest(t, { grant_type: 'refresh_token', refresh_token: secrets.refresh_token, client_id: client.client_id, client_secret: client.client_secret });
+    expect(refreshed.status).toBe(200);
+    secrets.refreshed_access_token = String(refreshed.body.access_token);
+    secrets.refreshed_refresh_token = String(refreshed.body.refresh_token);
+    const revoked = await postForm(t, '/api/revoke.php', { token: secrets.refreshed_refresh_token }, { authorization: basic });
+    expect(revoked.status).toBe(200);
+    // A code replayed: refused (and the grant revoked), and still not logged.
+    expect((await tokenRequest(t, { grant_type: 'authorization_code', code, redirect_uri: client.redirect_uri }, { authorization: basic })).status).toBe(400);
+    // A wrong password at the login form.
+    await new Browser(t.baseUrl).authorize(client, { ...user, password: 'wrong-pw-also-secret-9Z' }).catch(() => undefined);
+    secrets.wrong_password = 'wrong-pw-also-secret-9Z';
+  }, 60_000);
+  afterAll(async () => { await t?.close(); });
+
+  test('every line is one JSON object with a level and a time', () => {
+    const lines = out.lines();
+    expect(lines.length).toBeGreaterThan(10);
+    for (const line of lines) {
+      expect(typeof line.level).toBe('number');
+      expect(typeof line.time).toBe('string');
+    }
+  });
+
+  test('no secret of the flows appears in any line', () => {
+    const text = out.text();
+    for (const [name, secret] of Object.entries(secrets)) {
+      expect(secret.length).toBeGreaterThanOrEqual(8);
+      if (text.includes(secret)) throw new Error(`the logs contain the ${name}`);
+    }
+    expect(text).not.toMatch(/interaction\/[\w-]{10,}/); // interaction uids are session handles
+  });
+
+  test('one access line a request: method, route without query, status, duration, id, address, client_id', () => {
+    const access = out.lines().filter((line) => line.msg === 'request');
+    const exchange = access.find((line) => line.route === '/api/token.php' && line.status === 200);
+    expect(exchange).toMatchObject({ method: 'POST', client_address: '127.0.0.1' });
+    expect(typeof exchange!.duration_ms).toBe('number');
+    expect(typeof exchange!.request_id).toBe('string');
+    expect(typeof exchange!.client_id).toBe('string');
+    expect(access.some((line) => line.route === '/interaction/:uid/login')).toBe(true);
+    expect(access.find((line) => line.route === '/api/authorize.php')).toMatchObject({ method: 'GET', status: 303 });
+    for (const line of access) expect(String(line.route)).not.toContain('?');
+  });
+
+  test('a request is followed by the X-Request-Id it sent; an unsafe id is replaced', async () => {
+    const res = await fetch(`${t.baseUrl}/api/userinfo.php`, { headers: { 'x-request-id': 'trace-me-42', authorization: 'Bearer not-a-token' } });
+    expect(res.headers.get('x-request-id')).toBe('trace-me-42');
+    const mine = out.lines().filter((line) => line.request_id === 'trace-me-42');
+    expect(mine).toEqual([expect.objectContaining({ msg: 'request', route: '/api/userinfo.php', status: 401 })]);
+
+    for (const unsafe of ['x'.repeat(129), 'has space', 'naïve']) {
+      const other = await fetch(`${t.baseUrl}/healthz/live`, { headers: { 'x-request-id': unsafe } });
+      expect(other.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    }
+  });
+});
+
+describe('process output', () => {
+  test("the provider's console warnings and Node's process warnings become log lines", async () => {
+    const out = capture();
+    const saved = { log: console.log, info: console.info, warn: console.warn, error: console.error };
+    const listeners = process.listeners('warning');
+    try {
+      routeProcessOutput(createLogger({ level: 'info', destination: out.destination }));
+      console.warn('oidc-provider WARNING: already parsed request body detected');
+      // What process.emitWarning emits (jest's sandboxed `process` does not relay the real one).
+      const warning = Object.assign(new Error('something deprecated'), { name: 'DeprecationWarning' });
+      process.emit('warning', warning);
+    } finally {
+      Object.assign(console, saved);
+      process.removeAllListeners('warning');
+      for (const listener of listeners) process.on('warning', listener);
+    }
+    expect(out.lines()).toEqual([
+      expect.objectContaining({ level: 40, source: 'oidc-provider', msg: 'already parsed request body detected' }),
+      expect.objectContaining({ level: 40, source: 'node', msg: 'something deprecated' }),
+    ]);
+  });
+});
