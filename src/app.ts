@@ -47,6 +47,10 @@ import { health, HEALTH_PATH, LIVE_PATH, READY_PATH } from './http/health.js';
 import { OPENAPI_PATH, openapiDocument } from './http/openapi-document.js';
 import { requestId } from './http/request-id.js';
 import { createLogger, errorLog } from './ops/logger.js';
+import { createMetrics } from './ops/metrics.js';
+import type { Metrics } from './ops/metrics.js';
+import { startMetricsServer } from './ops/metrics-server.js';
+import type { MetricsServer } from './ops/metrics-server.js';
 import type { Logger as OpsLogger } from './ops/logger.js';
 import { trackInFlight } from './http/in-flight.js';
 import { exactPaths } from './http/exact-paths.js';
@@ -76,6 +80,10 @@ export interface App {
   readonly webhooks: WebhookService;
   /** Where the app writes its access and error lines (issue 11 "Operable in production"). */
   readonly logger: OpsLogger;
+  /** This app's metrics (its own registry); served on METRICS_PORT only. */
+  readonly metrics: Metrics;
+  /** The port the metrics listener listens on; undefined when METRICS_PORT is unset (no listener). */
+  readonly metricsPort: number | undefined;
   callback(): http.RequestListener;
   /** Shutdown, first step: readiness answers 503 and responses ask clients to reconnect elsewhere. */
   startDraining(): void;
@@ -108,20 +116,21 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     await db.close();
     throw error;
   }
+  const metrics = createMetrics({ db, redis });
   const memory = redis ? undefined : memoryAdapters();
   const keys = loadKeys(config);
   const users = createUserStore(db.prisma);
   const clients = createClientStore(db.prisma);
   const views = createViews();
   // Spec "Limits": counters in Redis (shared by every instance) or in this process; window 60 s.
-  const limiter = createLimiterFactory(redis && { redis, keyPrefix: `${config.redisKeyPrefix}rl:`, timeoutMs: config.timeouts.redisCommandMs });
+  const limiter = metrics.countRefusals(createLimiterFactory(redis && { redis, keyPrefix: `${config.redisKeyPrefix}rl:`, timeoutMs: config.timeouts.redisCommandMs }));
   const limits = {
     tokenPaths: new Set(TOKEN_ISSUING_PATHS),
     tokenByAddress: limiter('token-address', config.tokenRateLimitPerMinute, 60),
     otherByAddress: limiter('address', config.rateLimitPerMinute, 60),
   };
   const tokenByClient = limiter('token-client', config.tokenRateLimitPerMinute, 60);
-  const guard = createLoginGuard(limiter);
+  const guard = metrics.countLogins(createLoginGuard(limiter));
   const respondError = createErrorResponder(views, new Set([ROUTES.token, ROUTES.userinfo, ROUTES.revocation, ROUTES.introspection, WEBHOOKS_PATH]));
   const clock = () => new Date();
   // Request-path reads, memoised per request (store/hot-reads.ts, README "Storage").
@@ -136,6 +145,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     usernameOf,
     clientHasWebhooks,
     log: (error) => log(error),
+    onOutcome: metrics.webhookOutcome,
   });
   const clientSettings = createClientSettings(webhooks);
 
@@ -158,6 +168,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     verifyClientSecret,
   });
   provider.on('server_error', (ctx, error) => log(error, ctx));
+  provider.on('grant.success', (ctx) => metrics.tokenIssued(String(ctx.oidc.params?.grant_type)));
   const tokenEvents = providerEvents({ provider, raise: webhooks.raise, log: (error) => log(error) });
   const cleanup = startCleanup(db.prisma, { log: (error) => log(error) });
 
@@ -179,7 +190,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   koa
     .use(inFlight.middleware) // a drained shutdown waits for every handler, hung-up clients' included
     .use(requestId())
-    .use(accessLog({ logger, knownPaths: new Set([...servedPaths, HEALTH_PATH, LIVE_PATH, READY_PATH, '/assets/site.css']) }))
+    .use(accessLog({ logger, onResponse: metrics.observeRequest, knownPaths: new Set([...servedPaths, HEALTH_PATH, LIVE_PATH, READY_PATH, '/assets/site.css']) }))
     .use(handleErrors(respondError, log))
     .use(securityHeaders({ hsts: config.secureCookies }))
     .use(health({
@@ -217,7 +228,8 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     .use(mount(provider));
   webhooks.start();
 
-  return {
+  let metricsServer: MetricsServer | undefined;
+  const app: App = {
     koa,
     provider,
     db,
@@ -226,12 +238,15 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     clients,
     webhooks,
     logger,
+    metrics,
+    get metricsPort() { return metricsServer?.port; },
     callback: () => koa.callback(),
     startDraining: () => inFlight.startDraining(),
     settled: (timeoutMs) => inFlight.settled(timeoutMs),
     async close({ timeoutMs = config.timeouts.shutdownMs } = {}) {
       inFlight.startDraining();
       const settled = await inFlight.settled(timeoutMs);
+      await metricsServer?.close();
       await Promise.all([cleanup.stop(), webhooks.stop()]); // stop() aborts attempts in flight and releases their claims
       memory?.close();
       redis?.disconnect();
@@ -239,4 +254,13 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
       return settled;
     },
   };
+  if (config.metricsPort !== undefined) {
+    try {
+      metricsServer = await startMetricsServer(metrics.registry, config.metricsPort);
+    } catch (error) {
+      await app.close({ timeoutMs: 0 });
+      throw error;
+    }
+  }
+  return app;
 }

@@ -27,6 +27,8 @@ export interface Database {
   withConnection<T>(use: (sql: SqlConnection) => Promise<T>): Promise<T>;
   /** One `SELECT 1` (readiness). */
   ping(): Promise<void>;
+  /** The connection pool's state (metrics); undefined for the embedded database, which has none. */
+  poolState?(): { total: number; idle: number; waiting: number };
   close(): Promise<void>;
 }
 
@@ -90,6 +92,7 @@ async function openPostgres(connectionString: string, timeouts: DatabaseTimeouts
     async ping() {
       await pool.query('SELECT 1');
     },
+    poolState: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     async close() {
       await prisma.$disconnect();
       await pool.end();

@@ -33,6 +33,8 @@ export interface WorkerDependencies {
   /** The whole attempt's time limit. */
   attemptTimeoutMs?: number;
   pollMs?: number;
+  /** Told each recorded attempt's outcome (the metrics count them). */
+  onOutcome?: (status: Outcome['status']) => void;
   concurrency?: number;
 }
 
@@ -128,7 +130,9 @@ export function createDeliveryWorker(deps: WorkerDependencies): DeliveryWorker {
     const result = await deps.send({ url: message.url, body, headers }, deps.policy, timeoutMs, signal);
     if (stopped) return; // shutting down: the message is released untried, not counted
     const now = clock();
-    await outbox.record(owner, message.id, outcomeOf(result, message.attempts + 1, deps.retryBaseMs, now), now);
+    const outcome = outcomeOf(result, message.attempts + 1, deps.retryBaseMs, now);
+    await outbox.record(owner, message.id, outcome, now);
+    deps.onOutcome?.(outcome.status);
   }
 
   return {

@@ -72,6 +72,8 @@ export interface WebhookDependencies {
   clientHasWebhooks?: (clientId: string) => boolean | undefined;
   /** Longest wait between outbox checks when nothing wakes the worker (default 1 s). */
   pollMs?: number;
+  /** Told each recorded attempt's outcome (the metrics count them). */
+  onOutcome?: (status: 'delivered' | 'gone' | 'failed' | 'pending') => void;
 }
 
 function validEvents(value: unknown): EventType[] {
@@ -89,6 +91,7 @@ export function createWebhookService(deps: WebhookDependencies): WebhookService 
   const outbox = createOutbox(prisma);
   const worker: DeliveryWorker = createDeliveryWorker({
     outbox, clock, policy: deps.policy, retryBaseMs: deps.retryBaseMs, send: sendAttempt, log: deps.log,
+    ...(deps.onOutcome ? { onOutcome: deps.onOutcome } : {}),
     ...(deps.pollMs ? { pollMs: deps.pollMs } : {}),
   });
 

@@ -1,0 +1,131 @@
+/**
+ * Prometheus metrics (issue 11 "Operable in production"): `/metrics` on METRICS_PORT only, in
+ * the text exposition format (parsed strictly), with counters that move when flows run.
+ */
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { Browser, obtainCode } from '../helpers/browser.js';
+import { createUser, registerClient, tokenRequest } from '../helpers/fixtures.js';
+import { parsePrometheusText, sampleValue } from '../helpers/prometheus-text.js';
+import type { Family } from '../helpers/prometheus-text.js';
+import { startReceiver, webhooksApi } from '../helpers/receiver.js';
+import type { Receiver } from '../helpers/receiver.js';
+import { startTestApp } from '../helpers/test-app.js';
+import type { TestApp } from '../helpers/test-app.js';
+
+/** Ports that TCP servers of this process listen on (the app's listener and any metrics listener). */
+const listeningPorts = (): number[] => (process as unknown as { _getActiveHandles(): unknown[] })._getActiveHandles()
+  .filter((handle): handle is net.Server => handle instanceof net.Server && handle.listening)
+  .map((server) => (server.address() as AddressInfo).port);
+/** The ports opened while `t` started. */
+const openedBy = async (start: () => Promise<TestApp>) => {
+  const before = new Set(listeningPorts());
+  const t = await start();
+  return { t, opened: listeningPorts().filter((port) => !before.has(port)).sort() };
+};
+
+describe('GET /metrics on METRICS_PORT', () => {
+  let t: TestApp;
+  let receiver: Receiver;
+  let scrape: () => Promise<Map<string, Family>>;
+  beforeAll(async () => {
+    t = await startTestApp({ env: { METRICS_PORT: '0', TOKEN_RATE_LIMIT_PER_MINUTE: '3', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' } });
+    receiver = await startReceiver();
+    scrape = async () => {
+      const res = await fetch(`http://127.0.0.1:${t.app.metricsPort}/metrics`);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+      return parsePrometheusText(await res.text());
+    };
+  });
+  afterAll(async () => {
+    await t?.close();
+    await receiver?.close();
+  });
+
+  test('counters move with a flow: requests, tokens by grant type, logins, refusals, deliveries', async () => {
+    const before = await scrape();
+    expect(sampleValue(before, 'oauth_tokens_issued_total', { grant_type: 'authorization_code' }) ?? 0).toBe(0);
+    expect(sampleValue(before, 'oauth_redis_connected')).toBe(1);
+    expect(sampleValue(before, 'oauth_postgres_pool_connections', { state: 'total' })).toBeGreaterThanOrEqual(0);
+    expect(sampleValue(before, 'process_cpu_user_seconds_total')).toBeGreaterThan(0); // Node defaults
+
+    const user = await createUser(t);
+    const client = await registerClient(t);
+    const hook = await webhooksApi(t.baseUrl, client, { json: { url: receiver.url('/m'), events: ['token.issued'] } });
+    expect(hook.status).toBe(201);
+    await new Browser(t.baseUrl).authorize(client, { ...user, password: 'wrong password' }).catch(() => undefined);
+    const code = await obtainCode(t.baseUrl, client, user);
+    const token = await tokenRequest(t, { code, client_id: client.client_id, client_secret: client.client_secret });
+    expect(token.status).toBe(200);
+    const refreshed = await tokenRequest(t, { grant_type: 'refresh_token', refresh_token: String(token.body.refresh_token), client_id: client.client_id, client_secret: client.client_secret });
+    expect(refreshed.status).toBe(200);
+    let refused = 0;
+    for (let i = 0; i < 3; i += 1) if ((await tokenRequest(t, { code: 'x', client_id: client.client_id, client_secret: client.client_secret })).status === 429) refused += 1;
+    expect(refused).toBeGreaterThan(0);
+    await receiver.next((hit) => hit.path === '/m', 5000);
+    // The attempt is recorded just after the receiver answers.
+    let after = await scrape();
+    for (let i = 0; i < 50 && !sampleValue(after, 'oauth_webhook_deliveries_total', { outcome: 'delivered' }); i += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      after = await scrape();
+    }
+
+    expect(sampleValue(after, 'oauth_tokens_issued_total', { grant_type: 'authorization_code' })).toBe(1);
+    expect(sampleValue(after, 'oauth_tokens_issued_total', { grant_type: 'refresh_token' })).toBe(1);
+    expect(sampleValue(after, 'oauth_logins_total', { outcome: 'failure' })).toBe(1);
+    expect(sampleValue(after, 'oauth_logins_total', { outcome: 'success' })).toBe(1);
+    expect(sampleValue(after, 'oauth_rate_limit_refusals_total', { budget: 'token-address' })).toBe(refused);
+    expect(sampleValue(after, 'oauth_webhook_deliveries_total', { outcome: 'delivered' })).toBe(1);
+    expect(sampleValue(after, 'oauth_webhook_outbox_pending')).toBe(0);
+    expect(sampleValue(after, 'oauth_webhook_outbox_oldest_pending_age_seconds')).toBe(0);
+    expect(sampleValue(after, 'oauth_http_request_duration_seconds_count', { method: 'POST', route: '/api/token.php', status: '200' })).toBe(2);
+    expect(sampleValue(after, 'oauth_http_request_duration_seconds_count', { method: 'POST', route: '/api/token.php', status: '429' })).toBe(refused);
+    expect(sampleValue(after, 'oauth_http_request_duration_seconds_count', { method: 'POST', route: '/interaction/:uid/login' })).toBeGreaterThanOrEqual(1);
+    const routes = new Set(after.get('oauth_http_request_duration_seconds')!.samples.map((s) => s.labels.route));
+    for (const route of routes) expect(route).not.toMatch(/\?|\/interaction\/[\w-]{10,}/);
+  });
+
+  test('the main port does not serve /metrics; the metrics port serves nothing else', async () => {
+    const main = await fetch(`${t.baseUrl}/metrics`);
+    expect(main.status).toBe(404);
+    expect(await main.text()).not.toContain('oauth_http_request_duration_seconds');
+    expect((await fetch(`http://127.0.0.1:${t.app.metricsPort}/api/token.php`)).status).toBe(404);
+  });
+});
+
+describe('without METRICS_PORT', () => {
+  test('no metrics listener is opened', async () => {
+    const { t, opened } = await openedBy(() => startTestApp({ mode: 'embedded' }));
+    try {
+      expect(t.config.metricsPort).toBeUndefined();
+      expect(t.app.metricsPort).toBeUndefined();
+      expect(opened).toEqual([t.config.port]); // the app's own port only
+    } finally {
+      await t.close();
+    }
+  });
+
+  test('with it, one more listener', async () => {
+    const { t, opened } = await openedBy(() => startTestApp({ mode: 'embedded', env: { METRICS_PORT: '0' } }));
+    try {
+      expect(opened).toEqual([t.config.port, t.app.metricsPort!].sort());
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('the strict parser', () => {
+  test.each([
+    ['no final newline', '# TYPE a counter\na 1'],
+    ['a sample before its TYPE', 'a 1\n'],
+    ['a bad value', '# TYPE a gauge\na one\n'],
+    ['a bad label', '# TYPE a gauge\na{b=1} 1\n'],
+    ['a split family', '# TYPE a gauge\na 1\n# TYPE b gauge\nb 1\na{x="y"} 2\n'],
+    ['non-cumulative buckets', '# TYPE h histogram\nh_bucket{le="1"} 2\nh_bucket{le="+Inf"} 1\nh_sum 1\nh_count 1\n'],
+  ])('rejects %s', (_, text) => {
+    expect(() => parsePrometheusText(text)).toThrow();
+  });
+});
