@@ -47,6 +47,8 @@ export interface AccessLogOptions {
 export function accessLog({ logger, knownPaths, onResponse }: AccessLogOptions): Middleware {
   return async (ctx, next) => {
     const started = process.hrtime.bigint();
+    // Read now: once the response is sent the socket may be gone (a 413 closes the connection).
+    const address = clientAddress(ctx);
     let failed = false;
     try {
       await next();
@@ -67,7 +69,7 @@ export function accessLog({ logger, knownPaths, onResponse }: AccessLogOptions):
         route: outcome.route,
         status: outcome.status,
         duration_ms: Math.round(outcome.durationMs * 1000) / 1000,
-        client_address: clientAddress(ctx),
+        client_address: address,
         client_id: outcome.clientId,
       }, 'request');
       onResponse?.(outcome, ctx);
