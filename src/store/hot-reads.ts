@@ -1,16 +1,61 @@
 /**
- * Reads of users and clients on the request path, memoised for the request
- * (store/request-memo.ts), so the provider's repeated lookups of one request cost one round trip.
+ * Every read on the request path, memoised for the request (store/request-memo.ts), so the
+ * provider's repeated lookups of one request cost one round trip (README "Storage"):
  *
- * Looking a client up also reads, in the same statement, what the request's login session
- * points at: its user and its grant for that client (a silent authorization asks for the
- * client, then the account, then the grant). Whether the client has enabled webhook endpoints
- * comes along too, so raising an event for a client without any costs nothing.
+ * | lookup                 | also read in the same statement                                           |
+ * |------------------------|---------------------------------------------------------------------------|
+ * | a token or a code      | its grant, its user, its client, whether that client has webhook endpoints |
+ * | a client, on a token request | the code or refresh token the form names, with all of the above      |
+ * | a client, otherwise    | what the login session points at: its user and its grant for that client   |
+ *
+ * A token request asks for the client (authentication), then the code, grant and user; a
+ * silent authorization for the client, then the account, then the grant. Whether the client has
+ * enabled webhook endpoints comes along, so raising an event for a client without any costs
+ * nothing.
  */
 import type { Client, User } from '../generated/prisma/client.js';
 import type { AdapterPayload } from 'oidc-provider';
-import { currentMemo, memoised, remember } from './request-memo.js';
+import { currentMemo, memoised, remember, takeLookAhead } from './request-memo.js';
 import type { HotSql } from './sql.js';
+
+/** A model row as the hot statements return it (times as epoch numbers, so no time-zone parsing). */
+export interface HotRow {
+  payload: AdapterPayload;
+  expires_ms: number | null;
+  consumed_s: number | null;
+}
+
+/** Postgres text cannot hold NUL; such a value names nothing we stored. */
+export const storable = (value: string) => value.length <= 1024 && !value.includes('\0');
+
+const COLUMNS = (alias: string) => `${alias}.payload, (extract(epoch from ${alias}.expires_at) * 1000)::float8 AS expires_ms, extract(epoch from ${alias}.consumed_at)::float8 AS consumed_s`;
+
+/** Models whose lookup also brings the grant, user and client the provider asks for next. */
+const WITH_RELATIONS = new Set(['AccessToken', 'AuthorizationCode', 'RefreshToken']);
+
+const FIND = `SELECT ${COLUMNS('m')} FROM oidc_models m WHERE m.type = $1 AND m.id = $2`;
+
+const UUID_SQL = '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
+
+const FIND_WITH_RELATIONS = `
+SELECT ${COLUMNS('m')},
+  g.payload AS g_payload, (extract(epoch from g.expires_at) * 1000)::float8 AS g_expires_ms, extract(epoch from g.consumed_at)::float8 AS g_consumed_s,
+  to_jsonb(u) AS "user", to_jsonb(c) AS client,
+  EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.client_id = c.client_id AND e.enabled) AS client_has_webhooks
+FROM oidc_models m
+LEFT JOIN oidc_models g ON g.type = 'Grant' AND g.id = m.grant_id
+LEFT JOIN LATERAL (SELECT * FROM users WHERE users.id = CASE WHEN m.payload->>'accountId' ~ '${UUID_SQL}' THEN (m.payload->>'accountId')::uuid END) u ON true
+LEFT JOIN clients c ON c.client_id = m.payload->>'clientId'
+WHERE m.type = $1 AND m.id = $2`;
+
+interface RelatedRow extends HotRow {
+  g_payload: AdapterPayload | null;
+  g_expires_ms: number | null;
+  g_consumed_s: number | null;
+  user: Json | null;
+  client: Json | null;
+  client_has_webhooks: boolean;
+}
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -40,15 +85,17 @@ function asModel<T>(row: Json): T {
 const asUser = (row: Json) => asModel<User>(row);
 const asClient = (row: Json) => asModel<Client>(row);
 
-/** Remembers a user row read (as JSON) by another statement of this request. */
-export function rememberUser(id: string, row: Json | null): void {
+function rememberUser(id: string, row: Json | null): void {
   remember(`user:${id}`, row ? asUser(row) : null);
 }
 
-/** Remembers a client row read (as JSON) by another statement of this request. */
-export function rememberClient(clientId: string, row: Json | null, hasWebhooks: boolean): void {
+function rememberClient(clientId: string, row: Json | null, hasWebhooks: boolean): void {
   remember(`client:${clientId}`, row ? asClient(row) : null);
   remember(`webhooks:${clientId}`, row ? hasWebhooks : false);
+}
+
+function rememberGrant(grantId: string, row: { g_payload: AdapterPayload | null; g_expires_ms: number | null; g_consumed_s: number | null }): void {
+  remember(`oidc:Grant:${grantId}`, row.g_payload ? { payload: row.g_payload, expires_ms: row.g_expires_ms, consumed_s: row.g_consumed_s } : null);
 }
 
 /** Remembers the login session the request carries (Session model), for {@link findClient}. */
@@ -79,18 +126,43 @@ interface ClientRow {
   g_consumed_s: number | null;
 }
 
-/** A client by id, memoised for the request; also brings the session's user and grant (see above). */
+/** The request path's reads (see above), each memoised for the request. */
 export function createHotReads(sql: HotSql) {
+  /** A model instance by id; a token or code brings its grant, user and client into the memo. */
+  async function readModel(type: string, id: string): Promise<HotRow | null> {
+    if (!WITH_RELATIONS.has(type)) return (await sql<HotRow>(FIND, [type, id]))[0] ?? null;
+    const [row] = await sql<RelatedRow>(FIND_WITH_RELATIONS, [type, id]);
+    if (!row) return null;
+    if (row.payload.grantId) rememberGrant(row.payload.grantId, row);
+    if (typeof row.payload.accountId === 'string') rememberUser(row.payload.accountId, row.user);
+    if (typeof row.payload.clientId === 'string') rememberClient(row.payload.clientId, row.client, row.client_has_webhooks);
+    return row;
+  }
+
+  function findModel(type: string, id: string): Promise<HotRow | null> {
+    if (!storable(id)) return Promise.resolve(null);
+    return memoised(`oidc:${type}:${id}`, () => readModel(type, id));
+  }
+
   return {
+    findModel,
     findClient(clientId: string): Promise<Client | null> {
       return memoised(`client:${clientId}`, async () => {
+        // A token request: its code or refresh token names this client (when it is not a forgery),
+        // so reading the token with its relations brings the client too.
+        const ahead = takeLookAhead();
+        if (ahead) {
+          await findModel(ahead.type, ahead.id);
+          const rows = currentMemo()!.rows;
+          if (rows.has(`client:${clientId}`)) return rows.get(`client:${clientId}`) as Client | null;
+        }
         const session = currentMemo()?.rows.get('session') as { accountId?: unknown; authorizations?: Record<string, { grantId?: unknown }> } | undefined;
         const accountId = typeof session?.accountId === 'string' && UUID.test(session.accountId) ? session.accountId : null;
         const grantId = session?.authorizations?.[clientId]?.grantId;
         const [row] = await sql<ClientRow>(CLIENT, [clientId, accountId, typeof grantId === 'string' ? grantId : null]);
         remember(`webhooks:${clientId}`, row!.client ? row!.has_webhooks : false);
         if (accountId) rememberUser(accountId, row!.user);
-        if (typeof grantId === 'string') remember(`oidc:Grant:${grantId}`, row!.g_payload ? { payload: row!.g_payload, expires_ms: row!.g_expires_ms, consumed_s: row!.g_consumed_s } : null);
+        if (typeof grantId === 'string') rememberGrant(grantId, row!);
         return row!.client ? asClient(row!.client) : null;
       });
     },
