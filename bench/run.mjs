@@ -10,7 +10,7 @@
  *
  * Usage: npm run bench [-- --quick] [--mode pg|embedded|both] [--rows userinfo,exchange,…]
  *        [--seed-tokens N] [--connections 32] [--seconds 8] [--runs 3] [--warmup 3] [--no-build]
- *        [--json file] [--webhook-latency] [--cpu-prof dir]
+ *        [--json file] [--webhook-latency] [--cpu-prof dir] [--env NAME=value …]
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -39,6 +39,7 @@ const { values: options } = parseArgs({
     json: { type: 'string' },
     'webhook-latency': { type: 'boolean', default: false },
     'cpu-prof': { type: 'string' },
+    env: { type: 'string', multiple: true, default: [] },
   },
 });
 
@@ -48,6 +49,12 @@ if (!['pg', 'embedded', 'both'].includes(options.mode)) throw new Error('--mode 
 const modes = options.mode === 'both' ? ['pg', 'embedded'] : [options.mode];
 const seed = Number(options['seed-tokens']);
 if (!Number.isInteger(seed) || seed < 0) throw new Error('--seed-tokens must be a whole number');
+
+const serviceEnv = Object.fromEntries(options.env.map((pair) => {
+  const at = pair.indexOf('=');
+  if (at < 1) throw new Error(`--env takes NAME=value, got "${pair}"`);
+  return [pair.slice(0, at), pair.slice(at + 1)];
+}));
 
 const tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'oauth-bench-run-'));
 const settings = {
@@ -154,7 +161,7 @@ async function main() {
     log(`${label}: preparing`);
     const profileDir = options['cpu-prof'] && path.resolve(options['cpu-prof'], mode);
     const nodeArgs = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
-    const service = await startService(mode, { ...context, nodeArgs });
+    const service = await startService(mode, { ...context, nodeArgs, env: serviceEnv });
     startRss[label] = service.server.usage().rssBytes / 2 ** 20;
     try {
       if (seed > 0) {

@@ -2,10 +2,11 @@
  * Rate-limit counters spent together cost one Redis round trip (issue 9: "rate limiting: one
  * Redis round trip per request, however many budgets apply"). rate-limiter-flexible increments
  * a counter with its `rlflxIncr` script, one command per budget; this view of the client
- * collects the increments issued in the same tick (a token request's address and client_id
- * budgets, spent with `Promise.all`) and sends them as one pipeline. Everything else goes to
- * the client as it is, so readiness checks, timeouts and the insurance limiter (limiter.ts)
- * see the same client and the same failures.
+ * collects the increments issued in one turn of the event loop (a token request's address and
+ * client_id budgets, spent with `Promise.all`, and those of every other request read in the
+ * same turn) and sends them as one pipeline: under load, one write to Redis serves many
+ * requests. Everything else goes to the client as it is, so readiness checks, timeouts and the
+ * insurance limiter (limiter.ts) see the same client and the same failures.
  *
  * @example new RateLimiterRedis({ storeClient: batchedIncrements(redis), … })
  */
@@ -44,7 +45,7 @@ export function batchedIncrements(redis: Redis): Redis {
     return new Promise((resolve, reject) => {
       if (!batch) {
         batch = [];
-        queueMicrotask(flush);
+        setImmediate(flush); // after this turn's I/O callbacks: the other requests that arrived with this one
       }
       batch.push({ args, resolve, reject });
     });
