@@ -161,7 +161,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     config,
     keys,
     adapters: createAdapterFactory({
-      durable: postgresAdapters(db),
+      durable: postgresAdapters(db, hot),
       shortLived: redis ? redisAdapters(redis, config.redisKeyPrefix) : memory!.adapters,
       client: clientAdapter(hot.findClient),
       guards,

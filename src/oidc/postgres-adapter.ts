@@ -60,9 +60,9 @@ class ModelUpserts implements Write {
   }
 }
 
-export function postgresAdapters(db: { prisma: PrismaClient; sql: HotSql }): AdapterFor {
+/** `hot`: the request path's reads (app.ts shares its own, so one turn's lookups go out together). */
+export function postgresAdapters(db: { prisma: PrismaClient; sql: HotSql }, hot = createHotReads(db.sql)): AdapterFor {
   const { prisma, sql } = db;
-  const hot = createHotReads(sql);
   const fromPrisma = (row: { payload: unknown; expiresAt: Date | null; consumedAt: Date | null } | null) => (row
     ? live({ payload: row.payload as AdapterPayload, expires_ms: row.expiresAt?.getTime() ?? null, consumed_s: row.consumedAt ? row.consumedAt.getTime() / 1000 : null })
     : undefined);

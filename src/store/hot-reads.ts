@@ -17,6 +17,7 @@ import type { Client, User } from '../generated/prisma/client.js';
 import type { AdapterPayload } from 'oidc-provider';
 import { currentMemo, memoised, remember, takeLookAhead } from './request-memo.js';
 import type { HotSql } from './sql.js';
+import { turnBatch } from './turn-batch.js';
 
 /** A model row as the hot statements return it (times as epoch numbers, so no time-zone parsing). */
 export interface HotRow {
@@ -25,28 +26,39 @@ export interface HotRow {
   consumed_s: number | null;
 }
 
-/** Postgres text cannot hold NUL; such a value names nothing we stored. */
-export const storable = (value: string) => value.length <= 1024 && !value.includes('\0');
+/**
+ * Whether `value` can name something we stored: every id, uid and client_id we write is printable
+ * ASCII (base64url tokens, our client ids). Anything else (NUL, which Postgres text cannot hold,
+ * or a lone surrogate, which jsonb refuses) is answered "absent" without asking the store, so it
+ * can never fail the statement it would share with other requests' lookups.
+ */
+export const storable = (value: string) => /^[\x20-\x7e]{1,1024}$/.test(value);
 
 const COLUMNS = (alias: string) => `${alias}.payload, (extract(epoch from ${alias}.expires_at) * 1000)::float8 AS expires_ms, extract(epoch from ${alias}.consumed_at)::float8 AS consumed_s`;
 
 /** Models whose lookup also brings the grant, user and client the provider asks for next. */
 const WITH_RELATIONS = new Set(['AccessToken', 'AuthorizationCode', 'RefreshToken']);
 
-const FIND = `SELECT ${COLUMNS('m')} FROM oidc_models m WHERE m.type = $1 AND m.id = $2`;
+/**
+ * The keys of one turn's lookups (store/turn-batch.ts), as rows: `n` is a lookup's place in the
+ * turn. JSON, not arrays or delimiters: any string a caller sends arrives as it was sent.
+ */
+const KEYS = (columns: string) => `jsonb_to_recordset($1::jsonb) AS k(n int, ${columns})`;
+
+const FIND = `SELECT k.n, ${COLUMNS('m')} FROM ${KEYS('type text, id text')} JOIN oidc_models m ON m.type = k.type AND m.id = k.id`;
 
 const UUID_SQL = '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
 
 const FIND_WITH_RELATIONS = `
-SELECT ${COLUMNS('m')},
+SELECT k.n, ${COLUMNS('m')},
   g.payload AS g_payload, (extract(epoch from g.expires_at) * 1000)::float8 AS g_expires_ms, extract(epoch from g.consumed_at)::float8 AS g_consumed_s,
   to_jsonb(u) AS "user", to_jsonb(c) AS client,
   EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.client_id = c.client_id AND e.enabled) AS client_has_webhooks
-FROM oidc_models m
+FROM ${KEYS('type text, id text')}
+JOIN oidc_models m ON m.type = k.type AND m.id = k.id
 LEFT JOIN oidc_models g ON g.type = 'Grant' AND g.id = m.grant_id
 LEFT JOIN LATERAL (SELECT * FROM users WHERE users.id = CASE WHEN m.payload->>'accountId' ~ '${UUID_SQL}' THEN (m.payload->>'accountId')::uuid END) u ON true
-LEFT JOIN clients c ON c.client_id = m.payload->>'clientId'
-WHERE m.type = $1 AND m.id = $2`;
+LEFT JOIN clients c ON c.client_id = m.payload->>'clientId'`;
 
 interface RelatedRow extends HotRow {
   g_payload: AdapterPayload | null;
@@ -109,13 +121,13 @@ export function clientHasWebhooks(clientId: string): boolean | undefined {
 }
 
 const CLIENT = `
-SELECT to_jsonb(c) AS client,
-  EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.client_id = $1 AND e.enabled) AS has_webhooks,
-  (SELECT to_jsonb(u) FROM users u WHERE u.id = $2::uuid) AS "user",
+SELECT k.n, to_jsonb(c) AS client,
+  EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.client_id = k.client_id AND e.enabled) AS has_webhooks,
+  (SELECT to_jsonb(u) FROM users u WHERE u.id = k.account_id) AS "user",
   g.payload AS g_payload, (extract(epoch from g.expires_at) * 1000)::float8 AS g_expires_ms, extract(epoch from g.consumed_at)::float8 AS g_consumed_s
-FROM (SELECT 1) one
-LEFT JOIN clients c ON c.client_id = $1
-LEFT JOIN oidc_models g ON g.type = 'Grant' AND g.id = $3`;
+FROM ${KEYS('client_id text, account_id uuid, grant_id text')}
+LEFT JOIN clients c ON c.client_id = k.client_id
+LEFT JOIN oidc_models g ON g.type = 'Grant' AND g.id = k.grant_id`;
 
 interface ClientRow {
   client: Json | null;
@@ -126,12 +138,28 @@ interface ClientRow {
   g_consumed_s: number | null;
 }
 
-/** The request path's reads (see above), each memoised for the request. */
+/**
+ * One statement a turn for every lookup of `text` made in that turn; each lookup gets its row
+ * (or null). The rows are remembered by the caller, in its own request's memo.
+ */
+function byTurn<K extends object, Row>(sql: HotSql, text: string) {
+  return turnBatch<K, Row | null>(async (keys) => {
+    const rows = await sql<Row & { n: number }>(text, [JSON.stringify(keys.map((key, n) => ({ n, ...key })))]);
+    const found = new Map(rows.map((row) => [row.n, row]));
+    return keys.map((_, n) => [null, found.get(n) ?? null]);
+  });
+}
+
+/** The request path's reads (see above), each memoised for the request and batched by turn. */
 export function createHotReads(sql: HotSql) {
+  const plain = byTurn<{ type: string; id: string }, HotRow>(sql, FIND);
+  const related = byTurn<{ type: string; id: string }, RelatedRow>(sql, FIND_WITH_RELATIONS);
+  const clients = byTurn<{ client_id: string; account_id: string | null; grant_id: string | null }, ClientRow>(sql, CLIENT);
+
   /** A model instance by id; a token or code brings its grant, user and client into the memo. */
   async function readModel(type: string, id: string): Promise<HotRow | null> {
-    if (!WITH_RELATIONS.has(type)) return (await sql<HotRow>(FIND, [type, id]))[0] ?? null;
-    const [row] = await sql<RelatedRow>(FIND_WITH_RELATIONS, [type, id]);
+    if (!WITH_RELATIONS.has(type)) return plain({ type, id });
+    const row = await related({ type, id });
     if (!row) return null;
     if (row.payload.grantId) rememberGrant(row.payload.grantId, row);
     if (typeof row.payload.accountId === 'string') rememberUser(row.payload.accountId, row.user);
@@ -159,11 +187,12 @@ export function createHotReads(sql: HotSql) {
         const session = currentMemo()?.rows.get('session') as { accountId?: unknown; authorizations?: Record<string, { grantId?: unknown }> } | undefined;
         const accountId = typeof session?.accountId === 'string' && UUID.test(session.accountId) ? session.accountId : null;
         const grantId = session?.authorizations?.[clientId]?.grantId;
-        const [row] = await sql<ClientRow>(CLIENT, [clientId, accountId, typeof grantId === 'string' ? grantId : null]);
-        remember(`webhooks:${clientId}`, row!.client ? row!.has_webhooks : false);
-        if (accountId) rememberUser(accountId, row!.user);
-        if (typeof grantId === 'string') rememberGrant(grantId, row!);
-        return row!.client ? asClient(row!.client) : null;
+        if (!storable(clientId)) return null;
+        const row = (await clients({ client_id: clientId, account_id: accountId, grant_id: typeof grantId === 'string' && storable(grantId) ? grantId : null }))!;
+        remember(`webhooks:${clientId}`, row.client ? row.has_webhooks : false);
+        if (accountId) rememberUser(accountId, row.user);
+        if (typeof grantId === 'string') rememberGrant(grantId, row);
+        return row.client ? asClient(row.client) : null;
       });
     },
     /** A user by id, memoised for the request (`read` is the store's own lookup). */
