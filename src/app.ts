@@ -127,8 +127,9 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   const limiter = metrics.countRefusals(createLimiterFactory(redis && { redis, keyPrefix: `${config.redisKeyPrefix}rl:`, timeoutMs: config.timeouts.redisCommandMs }));
   const limits = {
     tokenPaths: new Set(TOKEN_ISSUING_PATHS),
-    tokenByAddress: limiter('token-address', config.tokenRateLimitPerMinute, 60),
-    otherByAddress: limiter('address', config.rateLimitPerMinute, 60),
+    // Address budgets are only ever consumed: a refused address is refused here until its window ends.
+    tokenByAddress: limiter('token-address', config.tokenRateLimitPerMinute, 60, { holdRefusals: true }),
+    otherByAddress: limiter('address', config.rateLimitPerMinute, 60, { holdRefusals: true }),
   };
   const tokenByClient = limiter('token-client', config.tokenRateLimitPerMinute, 60);
   const guard = metrics.countLogins(createLoginGuard(limiter));

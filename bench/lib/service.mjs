@@ -155,7 +155,7 @@ export async function startService(mode, { logDir, nodeArgs = [], env: extraEnv 
         const refusingPort = await freePort();
         const refusingBase = `http://127.0.0.1:${refusingPort}`;
         const refusingDir = fs.mkdtempSync(path.join(os.tmpdir(), `oauth-bench-${mode}-429-`));
-        const refusing = await startServer(`service-${mode}-429`, ['dist/main.js'],
+        const refusing = await startServer(`service-${mode}-429`, [...nodeArgs, 'dist/main.js'],
           { ...env, DATA_DIR: refusingDir, REDIS_KEY_PREFIX: 'bench429:', PORT: String(refusingPort), BASE_URL: refusingBase }, `${refusingBase}/healthz/live`, { logDir });
         return {
           base: refusingBase,

@@ -80,7 +80,10 @@ type Deferred = { [DEFERRED]?: Limiter };
 export function rateLimit(limits: RateLimits): Middleware {
   return async (ctx, next) => {
     const address = clientAddress(ctx);
-    if (limits.tokenPaths.has(ctx.path) && ctx.method === 'POST' && ctx.is('application/x-www-form-urlencoded')) {
+    // An address already refused until its window ends is refused below at once, without
+    // reading its form or asking the store (store/limiter.ts `holdRefusals`).
+    if (limits.tokenPaths.has(ctx.path) && ctx.method === 'POST' && ctx.is('application/x-www-form-urlencoded')
+      && !limits.tokenByAddress.refusedHere(address)) {
       const state = ctx.state as Deferred;
       state[DEFERRED] = limits.tokenByAddress;
       try {

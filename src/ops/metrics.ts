@@ -106,13 +106,14 @@ export function createMetrics({ db, redis }: MetricsSources): Metrics {
     },
     tokenIssued: (grantType) => { tokens.inc({ grant_type: GRANT_TYPES.has(grantType) ? grantType : 'other' }); },
     webhookOutcome: (outcome) => { deliveries.inc({ outcome }); },
-    countRefusals: (factory) => (name, points, duration) => {
-      const limiter = factory(name, points, duration);
+    countRefusals: (factory) => (name, points, duration, options) => {
+      const limiter = factory(name, points, duration, options);
       return {
         points: limiter.points,
         reward: (key) => limiter.reward(key),
         block: (key, seconds) => limiter.block(key, seconds),
         delete: (key) => limiter.delete(key),
+        refusedHere: (key) => limiter.refusedHere(key),
         async consume(key) {
           const usage = await limiter.consume(key);
           if (usage.exceeded) refusals.inc({ budget: name });

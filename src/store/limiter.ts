@@ -46,6 +46,23 @@ export interface Limiter {
   block(key: string, seconds: number): Promise<void>;
   /** Forgets `key`. */
   delete(key: string): Promise<void>;
+  /**
+   * A key this limiter refused and whose window has not ended yet, answered without counting
+   * (no store round trip); undefined otherwise. Only a limiter made with `holdRefusals` keeps
+   * its refusals: see {@link LimiterOptions}.
+   */
+  refusedHere(key: string): Usage | undefined;
+}
+
+export interface LimiterOptions {
+  /**
+   * Remember, in this process, each key refused until its window ends, and refuse it again
+   * without asking the store (a flood of refused requests then costs no round trip: issue 9, "a
+   * 429 refusal stays ≥ 10× cheaper than a served token request"). Exact for budgets that are
+   * only ever consumed (a fixed window's count only rises until it ends); not for keys that are
+   * rewarded, blocked or deleted (the client budget, the login guard).
+   */
+  readonly holdRefusals?: boolean;
 }
 
 /**
@@ -55,35 +72,73 @@ export interface Limiter {
 export type LimiterStore = { readonly redis: Redis; readonly keyPrefix: string; readonly timeoutMs?: number } | undefined;
 
 /** Builds limiters on one store: `limiter(name, points, durationSeconds)`. */
-export type LimiterFactory = (name: string, points: number, duration: number) => Limiter;
+export type LimiterFactory = (name: string, points: number, duration: number, options?: LimiterOptions) => Limiter;
+
+/** Refusals held at most; past that, ended windows are dropped, then (a flood of keys) all of them. */
+const HELD_REFUSALS = 10_000;
+
+/** The keys a limiter refused, each until its window ends. */
+function heldRefusals(points: number) {
+  const until = new Map<string, number>();
+  return {
+    hold(key: string, usage: Usage): void {
+      if (until.size >= HELD_REFUSALS) {
+        const now = Date.now();
+        for (const [held, end] of until) if (end <= now) until.delete(held);
+        if (until.size >= HELD_REFUSALS) until.clear(); // the store still answers: only slower
+      }
+      until.set(key, Date.now() + usage.resetMs);
+    },
+    forget(key: string): void {
+      until.delete(key);
+    },
+    refused(key: string): Usage | undefined {
+      const end = until.get(key);
+      if (end === undefined) return undefined;
+      const resetMs = end - Date.now();
+      if (resetMs > 0) return { consumed: points + 1, remaining: 0, resetMs, exceeded: true };
+      until.delete(key);
+      return undefined;
+    },
+  };
+}
 
 function usage(res: RateLimiterRes, points: number, exceeded: boolean): Usage {
   return { consumed: res.consumedPoints, remaining: Math.max(points - res.consumedPoints, 0), resetMs: Math.max(res.msBeforeNext, 0), exceeded };
 }
 
-function wrap(engine: RateLimiterAbstract, points: number): Limiter {
+function wrap(engine: RateLimiterAbstract, points: number, options: LimiterOptions = {}): Limiter {
+  const held = options.holdRefusals ? heldRefusals(points) : undefined;
   return {
     points,
     async consume(key) {
+      const refused = held?.refused(key);
+      if (refused) return refused;
       try {
         return usage(await engine.consume(key), points, false);
       } catch (error) {
-        if (error instanceof RateLimiterRes) return usage(error, points, true);
-        throw error;
+        if (!(error instanceof RateLimiterRes)) throw error;
+        const over = usage(error, points, true);
+        held?.hold(key, over);
+        return over;
       }
     },
     async reward(key) { await engine.reward(key, 1); },
     async block(key, seconds) { await engine.block(key, seconds); },
-    async delete(key) { await engine.delete(key); },
+    async delete(key) {
+      held?.forget(key);
+      await engine.delete(key);
+    },
+    refusedHere: (key) => held?.refused(key),
   };
 }
 
 export function createLimiterFactory(store: LimiterStore): LimiterFactory {
   // Increments of one tick, whichever limiter they count for, share one round trip.
   const storeClient = store && batchedIncrements(store.redis);
-  return (name, points, duration) => {
+  return (name, points, duration, options) => {
     const memory = new RateLimiterMemory({ keyPrefix: name, points, duration });
-    if (!store) return wrap(memory, points);
+    if (!store) return wrap(memory, points, options);
     // The insurance belongs to the wrapper alone: it answers every failure (refused, timed out,
     // not ready). Given to the Redis limiter too, a command that times out in the client
     // (REDIS_COMMAND_TIMEOUT_MS) as the wrapper does would be counted twice in memory.
@@ -94,6 +149,6 @@ export function createLimiterFactory(store: LimiterStore): LimiterFactory {
       duration,
       rejectIfRedisNotReady: true,
     });
-    return wrap(new RLWrapperTimeouts({ limiter: redis, timeoutMs: store.timeoutMs ?? REDIS_TIMEOUT_MS, insuranceLimiter: memory }), points);
+    return wrap(new RLWrapperTimeouts({ limiter: redis, timeoutMs: store.timeoutMs ?? REDIS_TIMEOUT_MS, insuranceLimiter: memory }), points, options);
   };
 }

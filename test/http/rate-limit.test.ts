@@ -179,6 +179,16 @@ describe.each(['postgres', 'embedded'] as const)('default limits (%s mode)', (mo
     expect(JSON.parse(redeemed.body).access_token).toEqual(expect.any(String));
   });
 
+  test('a refused address stays refused until its window ends, its requests spend no client budget', async () => {
+    const client = await registerClient(t);
+    const spent = address();
+    for (let i = 0; i < 5; i += 1) await hit(t, '/api/token.php', { address: spent, form: { code: 'x', client_id: `unknown${i}`, client_secret: 'x' } });
+    for (let i = 0; i < 3; i += 1) expectTooManyRequests(await token(t, client, spent), 5);
+    expectTooManyRequests(await hit(t, '/api/token.php', { address: spent, form: { grant_type: 'refresh_token' } }), 5);
+    // The refused requests named the client: its budget is whole (4 left after this request).
+    expectLimitHeaders(await token(t, client, address()), 5, 4);
+  });
+
   test('an IPv6 client is one key per /64: rotating within it does not escape', async () => {
     for (let i = 1; i <= 60; i += 1) await hit(t, '/nothing-here', { address: `2001:db8:1:2::${i.toString(16)}` });
     expectTooManyRequests(await hit(t, '/nothing-here', { address: '2001:db8:1:2:ffff::1' }), 60);

@@ -143,3 +143,26 @@ describe('round trips per request (postgres + redis)', () => {
     });
   });
 });
+
+describe('a refusal held until its window ends (postgres + redis)', () => {
+  let t: TestApp;
+  let client: TestClient;
+  beforeAll(async () => {
+    t = await startTestApp({ env: { TOKEN_RATE_LIMIT_PER_MINUTE: '1' } });
+    client = await registerClient(t);
+  });
+  afterAll(async () => { await t?.close(); });
+
+  test('asks no store: 0 PostgreSQL and 0 Redis round trips, and the 429 all the same', async () => {
+    const trips = countRoundTrips(t.server, [Number(new URL(t.env.REDIS_URL!).port || 6379)]);
+    const form = { code: 'not-a-code', client_id: client.client_id, client_secret: client.client_secret };
+    expect((await tokenRequest(t, form)).status).toBe(400); // the budget's one request
+    expect((await tokenRequest(t, form)).status).toBe(429); // refused by the store, and held from now on
+    const cost = await trips.during(async () => {
+      const res = await tokenRequest(t, form);
+      expect(res.status).toBe(429);
+      expect(res.headers.get('retry-after')).toMatch(/^\d+$/);
+    });
+    expect(cost).toMatchObject({ postgres: 0, redis: 0 });
+  });
+});
