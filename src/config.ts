@@ -45,6 +45,8 @@ export interface Config {
   readonly logLevel: LogLevel;
   /** METRICS_PORT: where `/metrics` is served on its own listener; unset = no metrics listener. */
   readonly metricsPort: number | undefined;
+  /** AUDIT_RETENTION_DAYS: audit rows older than this are deleted by the cleanup job. */
+  readonly auditRetentionDays: number;
 }
 
 /**
@@ -219,6 +221,7 @@ export function loadConfig(env: Env): Config {
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 60, 1, 1_000_000),
     webhookRetryBaseMs: integer(env, 'WEBHOOK_RETRY_BASE_MS', 30_000, 1, 3_600_000),
     webhookAllowPrivateNetworks: boolean(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'),
+    auditRetentionDays: integer(env, 'AUDIT_RETENTION_DAYS', 90, 1, 36_500),
     cookieKeys: keys ? Object.freeze(keys) : undefined,
     jwksFile,
     trustProxy,

@@ -64,6 +64,7 @@ describe('loadConfig defaults', () => {
       },
       logLevel: 'info',
       metricsPort: undefined,
+      auditRetentionDays: 90,
     });
   });
 
@@ -108,6 +109,7 @@ describe('loadConfig defaults', () => {
       HTTP_KEEP_ALIVE_TIMEOUT_MS: '1500',
       LOG_LEVEL: 'Debug',
       METRICS_PORT: '9464',
+      AUDIT_RETENTION_DAYS: '365',
     });
     expect(config).toEqual({
       nodeEnv: 'test',
@@ -144,6 +146,7 @@ describe('loadConfig defaults', () => {
       },
       logLevel: 'debug',
       metricsPort: 9464,
+      auditRetentionDays: 365,
     });
   });
 
@@ -179,6 +182,8 @@ describe('a bad value throws ConfigError naming the variable', () => {
     ['RATE_LIMIT_PER_MINUTE', { RATE_LIMIT_PER_MINUTE: 'many' }],
     ['WEBHOOK_RETRY_BASE_MS', { WEBHOOK_RETRY_BASE_MS: '0' }],
     ['WEBHOOK_ALLOW_PRIVATE_NETWORKS', { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'yes' }],
+    ['AUDIT_RETENTION_DAYS', { AUDIT_RETENTION_DAYS: '0' }],
+    ['AUDIT_RETENTION_DAYS', { AUDIT_RETENTION_DAYS: '90d' }],
     ['DATABASE_URL', { DATABASE_URL: 'mysql://x' }],
     ['DATABASE_URL', { DATABASE_URL: 'not a url' }],
     ['REDIS_URL', { REDIS_URL: 'http://x' }],

@@ -7,6 +7,8 @@
  *          await webhooks.raise('token.issued', { client_id, client_name, account_id, grant_id, scope });
  */
 import type { PrismaClient } from '../generated/prisma/client.js';
+import { clientActor } from '../audit/audit-events.js';
+import type { AuditContext, AuditLog } from '../audit/audit-log.js';
 import { createDeliveryWorker } from './delivery.js';
 import type { DeliveryWorker } from './delivery.js';
 import { EVENT_TYPES, isEventType } from './events.js';
@@ -48,8 +50,13 @@ export interface WebhookService {
    */
   withEvents<T>(change: (tx: Writer, raise: Raise) => Promise<T>): Promise<T>;
   readonly store: WebhookStore;
-  /** Validates and adds an endpoint; the signing secret is returned this once. */
-  addEndpoint(clientId: string, input: { url: unknown; events: unknown }): Promise<{ endpoint: WebhookEndpoint; secret: string }>;
+  /**
+   * Validates and adds an endpoint; the signing secret is returned this once. Audited
+   * (`webhook.endpoint_added`) in the same transaction; `context` defaults to the client acting.
+   */
+  addEndpoint(clientId: string, input: { url: unknown; events: unknown }, context?: AuditContext): Promise<{ endpoint: WebhookEndpoint; secret: string }>;
+  /** Removes an endpoint and its delivery log (`webhook.endpoint_removed`); false when the client has no such endpoint. */
+  removeEndpoint(clientId: string, endpointId: string, context?: AuditContext): Promise<boolean>;
   /** Sends `webhook.test` to one endpoint; undefined when the client has no such endpoint. */
   sendTest(client: { clientId: string; clientName: string }, endpointId: string): Promise<{ eventId: string; messageId: string } | undefined>;
   deliveries(clientId: string, endpointId?: string, limit?: number): Promise<(WebhookDelivery & { endpoint: { url: string } })[]>;
@@ -64,6 +71,8 @@ export interface WebhookDependencies {
   retryBaseMs: number;
   usernameOf: (accountId: string) => Promise<string | undefined>;
   log: (error: unknown) => void;
+  /** Where endpoint changes are audited. */
+  audit: AuditLog;
   /**
    * Whether the client has an enabled endpoint, when the current request already knows (read
    * with the client, store/hot-reads.ts): none, and raising an event costs nothing; some, and
@@ -128,7 +137,7 @@ export function createWebhookService(deps: WebhookDependencies): WebhookService 
       if (raised) worker.wake();
       return result;
     },
-    async addEndpoint(clientId, input) {
+    async addEndpoint(clientId, input, context = { actor: clientActor(clientId) }) {
       if (typeof input.url !== 'string' || input.url.trim() === '') throw new WebhookInputError('url is required');
       const url = input.url.trim();
       const events = validEvents(input.events);
@@ -136,7 +145,21 @@ export function createWebhookService(deps: WebhookDependencies): WebhookService 
       if (problem) throw new WebhookInputError(problem);
       if (await store.count(clientId) >= MAX_ENDPOINTS) throw new WebhookInputError(`a client may have at most ${MAX_ENDPOINTS} webhook endpoints`);
       const secret = generateSigningSecret();
-      return { endpoint: await store.create({ clientId, url, events, secret }), secret };
+      const endpoint = await deps.audit.within((write) => prisma.$transaction(async (tx) => {
+        const added = await store.create({ clientId, url, events, secret }, tx);
+        // The URL's origin only: a webhook URL may carry a capability in its path or query.
+        const detail = { webhook_id: added.id, url_origin: new URL(url).origin, events };
+        await write(tx, 'webhook.endpoint_added', { client: clientId, detail }, context);
+        return added;
+      }));
+      return { endpoint, secret };
+    },
+    removeEndpoint(clientId, endpointId, context = { actor: clientActor(clientId) }) {
+      return deps.audit.within((write) => prisma.$transaction(async (tx) => {
+        const removed = await store.remove(clientId, endpointId, tx);
+        if (removed) await write(tx, 'webhook.endpoint_removed', { client: clientId, detail: { webhook_id: endpointId } }, context);
+        return removed;
+      }));
     },
     async sendTest(client, endpointId) {
       const endpoint = await store.find(client.clientId, endpointId);
