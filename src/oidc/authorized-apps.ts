@@ -42,6 +42,9 @@ export interface AuthorizedApps {
   revoke(accountId: string, clientId: string, context?: AuditContext): Promise<string[]>;
 }
 
+/** How many grants a revocation ended, over all its users and clients. */
+export const grantCount = (ended: readonly ApplicationRevoked[]) => ended.reduce((sum, entry) => sum + entry.grantIds.length, 0);
+
 /** Whose grants end: one user's, one client's, or one user's to one client. */
 export type GrantScope = { accountId: string; clientId?: string } | { accountId?: string; clientId: string };
 

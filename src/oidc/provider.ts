@@ -48,6 +48,7 @@ function interactionPolicyWithAccountCheck(): interactionPolicy.Prompt[] {
   policy.get('login')!.checks.add(new interactionPolicy.Check(
     'account_unavailable',
     'the signed-in account is no longer available',
+    'login_required', // a check added later does not get its prompt's default error
     (ctx) => Boolean(ctx.oidc.session?.accountId && !ctx.oidc.account),
   ));
   return policy;

@@ -2,7 +2,8 @@
  * No secret reaches the audit trail: whole flows run (registration, logins right and wrong, a
  * password typed into the username field, consent, code exchange, refresh, revocation, a code
  * replay, the applications page, webhook endpoints, a secret rotation), then every row of
- * `audit_events` and every `audit` log line is searched for each secret those flows used.
+ * `audit_events` and every `audit` log line is searched for each secret those flows used. The
+ * same for the administration CLI's commands that handle passwords and client secrets.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { auditedChanges } from '../../src/audit/audited-changes.js';
@@ -11,6 +12,8 @@ import { createClientSettings } from '../../src/clients/client-settings.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { postApplicationsForm, signInOnApplicationsPage } from '../helpers/applications-page.js';
 import { Browser } from '../helpers/browser.js';
+import { buildDist } from '../helpers/build.js';
+import { cliFor, expectSuccess } from '../helpers/cli.js';
 import { basicAuth, createUser, postForm, registerClient, tokenRequest } from '../helpers/fixtures.js';
 import { webhooksApi } from '../helpers/receiver.js';
 import { startTestApp } from '../helpers/test-app.js';
@@ -88,4 +91,30 @@ describe('audit rows and lines of whole flows', () => {
       if (text.join('').includes(secret)) throw new Error(`an audit line contains the ${name}`);
     }
   });
+});
+
+describe('audit rows and lines of the CLI', () => {
+  test('user:create, users:set-password (stdin and argument) and clients:rotate-secret leave no secret in rows or lines', async () => {
+    await buildDist();
+    const t = await startTestApp();
+    try {
+      const cli = cliFor(t);
+      const client = await registerClient(t);
+      const secrets = { created: 'cli-created-pw-1R', stdin: 'cli-stdin-pw-5T', argument: 'cli-argument-pw-8W' };
+      const runs = [
+        await cli(['user:create', '--username', 'carol', '--email', 'c@example.com', '--full-name', 'Carol', '--password-stdin'], `${secrets.created}\n`),
+        await cli(['users:set-password', 'carol', '--password-stdin'], secrets.stdin),
+        await cli(['users:set-password', 'carol', '--password', secrets.argument]),
+        await cli(['clients:rotate-secret', client.client_id, '--json']),
+      ].map(expectSuccess);
+      const rotated = (JSON.parse(runs[3]!.stdout) as { client_secret: string }).client_secret;
+      const rows = await t.app.db.prisma.auditEvent.findMany({ where: { actor: 'operator' } });
+      expect(rows.map((row) => row.event).sort()).toEqual(['client.secret_rotated', 'user.created', 'user.password_set', 'user.password_set']);
+      const written = JSON.stringify(rows.map(({ id, ...row }) => ({ id: String(id), ...row }))) + runs.map((run) => run.stderr).join('');
+      expect(runs.map((run) => run.stderr).join('')).toContain('"msg":"audit"');
+      for (const secret of [...Object.values(secrets), rotated, client.client_secret]) expect(written).not.toContain(secret);
+    } finally {
+      await t.close();
+    }
+  }, 120_000);
 });
