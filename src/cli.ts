@@ -5,13 +5,14 @@
  * process at a time owns DATA_DIR.
  *
  * Exit codes: 0 done; 1 refused (no such user or client, a value that cannot be used, the
- * database unreachable or in use, a bad configuration variable); 2 a wrong command line
+ * database unreachable or in use, a change that ran out of time and was rolled back, a bad
+ * configuration variable); 2 a wrong command line
  * (unknown command or option, a missing or extra argument), with the usage.
  */
 import { ClientInputError } from './clients/client-store.js';
 import { UserInputError } from './accounts/user-store.js';
 import { NotFoundError } from './admin/not-found.js';
-import { DatabaseOpenError } from './cli/admin.js';
+import { DatabaseError } from './cli/admin.js';
 import { ArgumentError, UsageError } from './cli/args.js';
 import { AUDIT_VERBS } from './cli/audit.js';
 import { CLIENT_VERBS } from './cli/clients.js';
@@ -26,7 +27,7 @@ import { DatabaseInUseError } from './store/embedded-postgres.js';
 const VERBS: VerbTable = { ...USER_VERBS, ...CLIENT_VERBS, ...TOKEN_VERBS, ...AUDIT_VERBS, ...SETUP_VERBS };
 
 /** Errors an operator can act on: said in one line, without a stack trace. */
-const REFUSALS = [NotFoundError, ArgumentError, UserInputError, ClientInputError, ConfigError, DatabaseInUseError, DatabaseOpenError];
+const REFUSALS = [NotFoundError, ArgumentError, UserInputError, ClientInputError, ConfigError, DatabaseInUseError, DatabaseError];
 
 const usageOf = (name: string, verb: Verb) => `usage: node dist/cli.js ${name}${verb.usage ? ` ${verb.usage}` : ''}`;
 

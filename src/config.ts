@@ -79,6 +79,11 @@ export interface Timeouts {
   readonly httpHeadersMs: number;
   readonly httpRequestMs: number;
   readonly httpKeepAliveMs: number;
+  /**
+   * How long one change of the administration CLI may hold its transaction: ending every grant
+   * of a client with thousands of users writes a webhook event and an audit row for each.
+   */
+  readonly adminTransactionMs: number;
 }
 
 export class ConfigError extends Error {
@@ -234,6 +239,7 @@ export function loadConfig(env: Env): Config {
       databaseIdleInTransactionMs: integer(env, 'DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS', 10_000, 10, 600_000),
       shutdownDelayMs: integer(env, 'SHUTDOWN_DELAY_MS', 1000, 0, 600_000),
       shutdownMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+      adminTransactionMs: integer(env, 'ADMIN_TRANSACTION_TIMEOUT_MS', 300_000, 1000, 3_600_000),
       ...httpTimeouts(env),
     }),
   });

@@ -15,6 +15,7 @@ export type Audit = (event: AuditEventName, fields: AuditFields, context: AuditC
 
 export type ChangeTransaction = <T>(change: (tx: Writer, raise: Raise, audit: Audit) => Promise<T>) => Promise<T>;
 
-export function auditedChanges(webhooks: Pick<WebhookService, 'withEvents'>, audit: AuditLog): ChangeTransaction {
-  return (change) => audit.within((write) => webhooks.withEvents((tx, raise) => change(tx, raise, (event, fields, context) => write(tx, event, fields, context))));
+/** `timeoutMs`: how long one change may take (Prisma's 5 s unless given; the CLI gives ADMIN_TRANSACTION_TIMEOUT_MS). */
+export function auditedChanges(webhooks: Pick<WebhookService, 'withEvents'>, audit: AuditLog, options: { timeoutMs?: number } = {}): ChangeTransaction {
+  return (change) => audit.within((write) => webhooks.withEvents((tx, raise) => change(tx, raise, (event, fields, context) => write(tx, event, fields, context)), options));
 }

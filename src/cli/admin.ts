@@ -27,10 +27,16 @@ import type { Database } from '../store/database.js';
 import { migrate } from '../store/migrate.js';
 import { createWebhookService } from '../webhooks/webhook-service.js';
 
-/** The database could not be opened or migrated (unreachable, refusing, a failed migration). */
-export class DatabaseOpenError extends Error {
-  override name = 'DatabaseOpenError';
+/**
+ * The database could not serve the command: unreachable or refusing, a failed migration, or a
+ * change that outlasted ADMIN_TRANSACTION_TIMEOUT_MS (rolled back: nothing changed).
+ */
+export class DatabaseError extends Error {
+  override name = 'DatabaseError';
 }
+
+/** Prisma's "Transaction API error" (P2028): the transaction expired, or never started, and was rolled back. */
+const unfinished = (error: unknown) => (error as { code?: unknown }).code === 'P2028';
 
 export interface Admin {
   readonly users: UserAdmin;
@@ -50,9 +56,15 @@ export async function withDatabase<T>(
     try {
       await (migrated ? db.withConnection((sql) => migrate(sql)) : db.ping());
     } catch (error) {
-      throw new DatabaseOpenError(`cannot use the database: ${(error as Error).message}`, { cause: error });
+      throw new DatabaseError(`cannot use the database: ${(error as Error).message}`, { cause: error });
     }
-    return await use(db);
+    try {
+      return await use(db);
+    } catch (error) {
+      if (!unfinished(error)) throw error;
+      const reason = /Transaction API error: [^\n]*/.exec((error as Error).message)?.[0] ?? (error as Error).message;
+      throw new DatabaseError(`the change was rolled back, nothing changed (ADMIN_TRANSACTION_TIMEOUT_MS is ${config.timeouts.adminTransactionMs} ms): ${reason}`, { cause: error });
+    }
   } finally {
     await db.close();
   }
@@ -74,7 +86,7 @@ export function withAdmin<T>(use: (admin: Admin) => Promise<T>): Promise<T> {
       log: (error) => logger.error({ err: error }, 'error'),
       audit,
     });
-    const changes = auditedChanges(webhooks, audit);
+    const changes = auditedChanges(webhooks, audit, { timeoutMs: config.timeouts.adminTransactionMs });
     return use({
       users: createUserAdmin({ users, changes }),
       clients: createClientAdmin({ prisma, settings: createClientSettings(changes), changes }),

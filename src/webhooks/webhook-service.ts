@@ -46,9 +46,11 @@ export interface WebhookService {
   /**
    * Runs `change` in one transaction with the events it raises; wakes the worker after commit.
    * Inside it, raise with `username` rather than `account_id`: resolving an account reads outside
-   * the transaction, which waits on it where there is one connection (PGlite).
+   * the transaction, which waits on it where there is one connection (PGlite). Each client's
+   * subscribers are read once per transaction. `timeoutMs`: how long the transaction may take
+   * (Prisma's default, 5 s, unless given: an operator ending thousands of grants needs more).
    */
-  withEvents<T>(change: (tx: Writer, raise: Raise) => Promise<T>): Promise<T>;
+  withEvents<T>(change: (tx: Writer, raise: Raise) => Promise<T>, options?: { timeoutMs?: number }): Promise<T>;
   readonly store: WebhookStore;
   /**
    * Validates and adds an endpoint; the signing secret is returned this once. Audited
@@ -104,11 +106,20 @@ export function createWebhookService(deps: WebhookDependencies): WebhookService 
     ...(deps.pollMs ? { pollMs: deps.pollMs } : {}),
   });
 
+  /** Recipients of `type` for the client, read once per `seen` (one transaction). */
+  type Subscribers = Map<string, Promise<{ id: string }[]>>;
+  function subscribers(writer: Writer, seen: Subscribers, clientId: string, type: EventType) {
+    const key = `${clientId}\0${type}`;
+    if (!seen.has(key)) seen.set(key, recipients(writer, clientId, type));
+    return seen.get(key)!;
+  }
+
   /** Writes the event's messages; returns their ids (none when nobody subscribes). */
-  async function write(writer: Writer, type: EventType, data: RaiseData, endpointId?: string): Promise<{ event?: WebhookEvent; messageIds: string[] }> {
+  async function write(writer: Writer, type: EventType, data: RaiseData, endpointId?: string, seen?: Subscribers): Promise<{ event?: WebhookEvent; messageIds: string[] }> {
     const known = endpointId ? undefined : deps.clientHasWebhooks?.(data.client_id);
     if (known === false) return { messageIds: [] };
-    const endpoints = known ? undefined : await recipients(writer, data.client_id, type, endpointId);
+    const endpoints = known ? undefined
+      : await (seen && !endpointId ? subscribers(writer, seen, data.client_id, type) : recipients(writer, data.client_id, type, endpointId));
     if (endpoints?.length === 0) return { messageIds: [] };
     const { account_id: accountId, username: given, ...rest } = data;
     const username = given ?? (accountId ? await deps.usernameOf(accountId) : undefined);
@@ -129,11 +140,12 @@ export function createWebhookService(deps: WebhookDependencies): WebhookService 
       const { messageIds } = await write(prisma, type, data);
       if (messageIds.length) worker.wake();
     },
-    async withEvents(change) {
+    async withEvents(change, options = {}) {
       let raised = 0;
+      const seen: Subscribers = new Map();
       const result = await prisma.$transaction(async (tx) => change(tx, async (type, data) => {
-        raised += (await write(tx, type, data)).messageIds.length;
-      }));
+        raised += (await write(tx, type, data, undefined, seen)).messageIds.length;
+      }), options.timeoutMs === undefined ? undefined : { timeout: options.timeoutMs });
       if (raised) worker.wake();
       return result;
     },

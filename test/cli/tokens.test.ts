@@ -4,9 +4,10 @@
  * refused), a subscribed client hears `token.revoked` (`admin_revoked`) per grant, and the operator's
  * revocation is audited.
  */
+import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, test } from '@jest/globals';
 import type { TestClient, TestUser } from '../helpers/browser.js';
-import { expectCleanFailure, expectSuccess, serviceWithCli } from '../helpers/cli.js';
+import { expectCleanFailure, expectSuccess, runCli, serviceWithCli } from '../helpers/cli.js';
 import type { ServiceWithCli } from '../helpers/cli.js';
 import { createUser, expectErrorResponse, obtainTokens, registerClient, tokenRequest, userinfo } from '../helpers/fixtures.js';
 import { webhooksApi } from '../helpers/receiver.js';
@@ -68,6 +69,29 @@ describe('tokens:revoke', () => {
     expect(await alive(of(alice!, mail!))).toBe(true);
     expect(expectSuccess(await cli(['tokens:revoke', '--user', bob!.username])).stdout).toBe('no grants to end\n');
   });
+
+  test('a client with thousands of grants: all end in one transaction, given its time (ADMIN_TRANSACTION_TIMEOUT_MS); out of time, nothing changes', async () => {
+    const client = await registerClient(t, 'http://localhost:9999/callback', 'Popular');
+    expect((await webhooksApi(t.baseUrl, client, { json: { url: receiver.url('/popular'), events: ['token.revoked'] } })).status).toBe(201);
+    const { prisma } = t.app.db;
+    // Grants as code exchanges leave them (one user each, with an access token), written directly: thousands of logins would take minutes.
+    const grants = Array.from({ length: 2000 }, () => ({ type: 'Grant', id: randomUUID(), payload: { accountId: randomUUID(), clientId: client.client_id } }));
+    await prisma.oidcModel.createMany({ data: grants });
+    await prisma.oidcModel.createMany({ data: grants.map((grant) => ({ type: 'AccessToken', id: randomUUID(), payload: {}, grantId: grant.id })) });
+    const count = () => prisma.oidcModel.count({ where: { OR: [{ id: { in: grants.map((g) => g.id) } }, { grantId: { in: grants.map((g) => g.id) } }] } });
+    const env = { DATABASE_URL: t.env.DATABASE_URL!, DATA_DIR: t.env.DATA_DIR! };
+
+    const short = await runCli(['tokens:revoke', '--client', client.client_id], { ...env, ADMIN_TRANSACTION_TIMEOUT_MS: '1000' });
+    expectCleanFailure(short, /the change was rolled back, nothing changed \(ADMIN_TRANSACTION_TIMEOUT_MS is 1000 ms\)/, 1);
+    expect(await count()).toBe(4000);
+    expect(await prisma.auditEvent.count({ where: { clientId: client.client_id, event: 'token.revoked' } })).toBe(0);
+    expect(await prisma.webhookDelivery.count({ where: { eventType: 'token.revoked', endpoint: { clientId: client.client_id } } })).toBe(0);
+
+    expect(expectSuccess(await cli(['tokens:revoke', '--client', client.client_id])).stdout).toMatch(/^ended 2000 grants /);
+    expect(await count()).toBe(0);
+    expect(await prisma.auditEvent.count({ where: { clientId: client.client_id, event: 'token.revoked' } })).toBe(2000);
+    expect(await prisma.webhookDelivery.count({ where: { eventType: 'token.revoked', endpoint: { clientId: client.client_id } } })).toBe(2000);
+  }, 120_000);
 
   test.each<[string, string[], string | RegExp, number]>([
     ['neither --user nor --client', ['tokens:revoke'], 'missing --user <user> or --client <client_id>', 2],
