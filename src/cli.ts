@@ -6,8 +6,8 @@
  *
  * Exit codes: 0 done; 1 refused (no such user or client, a value that cannot be used, the
  * database unreachable or in use, a change that ran out of time and was rolled back, a bad
- * configuration variable); 2 a wrong command line
- * (unknown command or option, a missing or extra argument), with the usage.
+ * configuration variable); 2 a wrong command line (unknown command or option, a missing or
+ * extra argument), with the usage.
  */
 import { ClientInputError } from './clients/client-store.js';
 import { UserInputError } from './accounts/user-store.js';
@@ -65,13 +65,9 @@ async function run(argv: string[]): Promise<number> {
       console.error(`${name}: ${error.message}\n${usageOf(name!, verb)}`);
       return 2;
     }
-    const refused = REFUSALS.some((type) => error instanceof type) || (error as { code?: string }).code === 'EEXIST';
-    if (refused) {
-      console.error(`${name}: ${(error as Error).message}`);
-      return 1;
-    }
     console.error(`${name}: ${(error as Error).message}`);
-    console.error(error); // not the operator's doing: the stack helps whoever fixes it
+    const refused = REFUSALS.some((type) => error instanceof type) || (error as { code?: string }).code === 'EEXIST';
+    if (!refused) console.error(error); // not the operator's doing: the stack helps whoever fixes it
     return 1;
   }
 }

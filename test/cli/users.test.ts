@@ -75,8 +75,11 @@ describe('users:disable and users:enable', () => {
     const run = expectSuccess(await cli(['users:disable', user.username]));
     expect(run.stdout).toMatch(new RegExp(`^disabled user ${user.username} \\(${id}\\); ended 2 grants \\(Calendar: 2\\)$`, 'm'));
 
-    // At once, on the running service: no login, on either page, with exactly the wrong-password answer.
+    // At once, on the running service: no login, on either page, with exactly the wrong-password answer
+    // (only the audit trail says why).
     expect(await loginAttempt(user)).toEqual(wrongPassword);
+    expect(await t.app.db.prisma.auditEvent.findFirst({ where: { userId: id, event: 'login.failed' }, orderBy: { id: 'desc' } }))
+      .toMatchObject({ actor: 'anonymous', detail: { page: 'login', reason: 'disabled', username: user.username } });
     const page = await postApplicationsForm(new Browser(t.baseUrl), 'sign_in', { username: user.username, password: user.password });
     expect([page.status, errorText(page)]).toEqual([401, 'Incorrect username or password.']);
     // Their existing login session gets the login page, not a code; prompt=none tells the client login_required.
