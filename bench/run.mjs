@@ -10,7 +10,7 @@
  *
  * Usage: npm run bench [-- --quick] [--mode pg|embedded|both] [--rows userinfo,exchange,…]
  *        [--seed-tokens N] [--connections 32] [--seconds 8] [--runs 3] [--warmup 3] [--no-build]
- *        [--json file] [--webhook-latency]
+ *        [--json file] [--webhook-latency] [--cpu-prof dir] [--env NAME=value …]
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -22,6 +22,7 @@ import { ROOT, runDriver } from './lib/processes.mjs';
 import { ROWS, ROW_IDS } from './lib/rows.mjs';
 import { seedTokens } from './lib/seed-tokens.mjs';
 import { startService } from './lib/service.mjs';
+import { summariseProfiles } from './lib/profile-summary.mjs';
 import { fmt, fmtRatio, formatTable, median, medianRun, perRequest, ratio } from './lib/stats.mjs';
 
 const { values: options } = parseArgs({
@@ -37,6 +38,8 @@ const { values: options } = parseArgs({
     'no-build': { type: 'boolean', default: false },
     json: { type: 'string' },
     'webhook-latency': { type: 'boolean', default: false },
+    'cpu-prof': { type: 'string' },
+    env: { type: 'string', multiple: true, default: [] },
   },
 });
 
@@ -46,6 +49,12 @@ if (!['pg', 'embedded', 'both'].includes(options.mode)) throw new Error('--mode 
 const modes = options.mode === 'both' ? ['pg', 'embedded'] : [options.mode];
 const seed = Number(options['seed-tokens']);
 if (!Number.isInteger(seed) || seed < 0) throw new Error('--seed-tokens must be a whole number');
+
+const serviceEnv = Object.fromEntries(options.env.map((pair) => {
+  const at = pair.indexOf('=');
+  if (at < 1) throw new Error(`--env takes NAME=value, got "${pair}"`);
+  return [pair.slice(0, at), pair.slice(at + 1)];
+}));
 
 const tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'oauth-bench-run-'));
 const settings = {
@@ -71,6 +80,7 @@ async function measure(target, rowId, { server = target.server, counters = targe
   await counters?.settle();
   const before = counters ? await counters.read() : {};
   const cpuBefore = server.usage().cpuUs;
+  const windowStart = Date.now() - server.startedAt;
   let rss = server.usage().rssBytes;
   const sampler = setInterval(() => { rss = Math.max(rss, server.usage().rssBytes); }, 200);
   const runs = [];
@@ -80,6 +90,7 @@ async function measure(target, rowId, { server = target.server, counters = targe
     clearInterval(sampler);
   }
   const cpuUs = server.usage().cpuUs - cpuBefore;
+  const profileWindow = { pid: server.pid, fromMs: windowStart, toMs: Date.now() - server.startedAt };
   await counters?.settle();
   const after = counters ? await counters.read() : {};
   const requests = runs.reduce((sum, run) => sum + run.requests + (run.wasted ?? 0), 0); // every request the server answered
@@ -103,6 +114,7 @@ async function measure(target, rowId, { server = target.server, counters = targe
     cpuUs: cpuUs / requests,
     rssMb: rss / 2 ** 20,
     notes,
+    profileWindow,
   };
 }
 
@@ -147,7 +159,9 @@ async function main() {
   for (const mode of modes) {
     const label = mode === 'pg' ? 'this service, Postgres + Redis' : 'this service, embedded';
     log(`${label}: preparing`);
-    const service = await startService(mode, context);
+    const profileDir = options['cpu-prof'] && path.resolve(options['cpu-prof'], mode);
+    const nodeArgs = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
+    const service = await startService(mode, { ...context, nodeArgs, env: serviceEnv });
     startRss[label] = service.server.usage().rssBytes / 2 ** 20;
     try {
       if (seed > 0) {
@@ -169,6 +183,12 @@ async function main() {
       }
     } finally {
       await service.close();
+    }
+    // Each row's share of the profile: the samples of its measured runs only (not fixtures or minting).
+    if (profileDir) {
+      for (const result of results.filter((r) => r.target === label)) {
+        console.log(`\n${label}, ${result.row}: CPU profile (${profileDir})\n${summariseProfiles(profileDir, { window: result.profileWindow })}`);
+      }
     }
   }
 

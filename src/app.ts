@@ -28,7 +28,7 @@ import type { Database } from './store/database.js';
 import { startCleanup } from './store/cleanup.js';
 import { storeGuard } from './store/store-failure.js';
 import { clientHasWebhooks, createHotReads } from './store/hot-reads.js';
-import { requestMemo } from './store/request-memo.js';
+import { pendingWrites, requestMemo } from './store/request-memo.js';
 import { createLimiterFactory } from './store/limiter.js';
 import { migrate } from './store/migrate.js';
 import { connectRedis } from './store/redis.js';
@@ -44,6 +44,7 @@ import { createProvider } from './oidc/provider.js';
 import { redisAdapters } from './oidc/redis-adapter.js';
 import { DISCOVERY_PATHS, ROUTES, TOKEN_ISSUING_PATHS } from './oidc/routes.js';
 import { specGlue } from './oidc/spec-glue.js';
+import { tokenLookAhead } from './oidc/token-look-ahead.js';
 import { accessLog } from './http/access-log.js';
 import { bodyParseError, handleErrors } from './http/handle-errors.js';
 import { health, HEALTH_PATH, LIVE_PATH, READY_PATH } from './http/health.js';
@@ -149,6 +150,11 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     retryBaseMs: config.webhookRetryBaseMs,
     usernameOf,
     clientHasWebhooks,
+    joinRequestWrites: (key, write) => {
+      const batch = pendingWrites(db.sql);
+      batch?.write(key, write);
+      return batch !== undefined;
+    },
     log: (error) => log(error),
     onOutcome: metrics.webhookOutcome,
     audit,
@@ -163,7 +169,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     config,
     keys,
     adapters: createAdapterFactory({
-      durable: postgresAdapters(db),
+      durable: postgresAdapters(db, hot),
       shortLived: redis ? redisAdapters(redis, config.redisKeyPrefix) : memory!.adapters,
       client: clientAdapter(hot.findClient),
       guards,
@@ -231,9 +237,11 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
       admitClient: tokenAdmission(tokenByClient),
       usernameOf,
     }))
+    // One request's reads and its one write statement (store/request-memo.ts); the provider's
+    // events are settled inside it, so their outbox messages join that statement.
+    .use(requestMemo(guards.durable, tokenLookAhead))
     .use(tokenEvents.settle)
     .use(tokenAudit.settle)
-    .use(requestMemo(guards.durable)) // one request's reads and deferred token writes (store/request-memo.ts)
     .use(mount(provider));
   webhooks.start();
 

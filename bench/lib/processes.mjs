@@ -37,11 +37,12 @@ export function processUsage(pid) {
 
 /**
  * Starts `node <args>` with exactly `env` (plus PATH), its stdout and stderr in a log file,
- * and waits until `readyUrl` answers 200. Returns { pid, log, stop(), usage(), sampleRss() }.
+ * and waits until `readyUrl` answers 200. Returns { pid, startedAt, log, stop(), usage() }.
  */
 export async function startServer(name, args, env, readyUrl, { logDir = os.tmpdir(), timeoutMs = 90_000 } = {}) {
   const log = path.join(logDir, `${name}.log`);
   const out = fs.openSync(log, 'w');
+  const startedAt = Date.now();
   const child = spawn(process.execPath, args, { cwd: ROOT, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env }, stdio: ['ignore', out, out] });
   fs.closeSync(out);
   const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal)));
@@ -63,6 +64,8 @@ export async function startServer(name, args, env, readyUrl, { logDir = os.tmpdi
   return {
     name,
     pid: child.pid,
+    /** When the process was spawned (ms since the epoch): a `--cpu-prof` profile's clock starts about then. */
+    startedAt,
     log,
     usage: () => processUsage(child.pid),
     async stop() {

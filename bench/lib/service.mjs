@@ -71,9 +71,11 @@ function runCli(args, env) {
 
 /**
  * Prepares a mode's stores and fixtures and starts the service on them.
+ * `nodeArgs` go before `dist/main.js` (the bench's --cpu-prof passes Node's profiler flags);
+ * `env` is added to the service's environment (the bench's --env, to compare configurations).
  * Returns the target: { mode, base, server, client, user, sessionCookie, counters, accessToken, mintCodes(n), exchange(code), startRefusing(), close() }.
  */
-export async function startService(mode, { logDir }) {
+export async function startService(mode, { logDir, nodeArgs = [], env: extraEnv = {} }) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `oauth-bench-${mode}-`));
   const cleanups = [() => fs.rmSync(dataDir, { recursive: true, force: true })];
   const env = { DATA_DIR: dataDir, AUTHORIZATION_CODE_TTL: '600', REDIS_KEY_PREFIX: 'bench:' };
@@ -95,8 +97,8 @@ export async function startService(mode, { logDir }) {
 
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
-    const serviceEnv = { ...env, ...OPEN_LIMITS, PORT: String(port), BASE_URL: base };
-    const launch = () => startServer(`service-${mode}`, ['dist/main.js'], serviceEnv, `${base}/healthz/live`, { logDir });
+    const serviceEnv = { ...env, ...OPEN_LIMITS, ...extraEnv, PORT: String(port), BASE_URL: base };
+    const launch = () => startServer(`service-${mode}`, [...nodeArgs, 'dist/main.js'], serviceEnv, `${base}/healthz/live`, { logDir });
     const server = await launch();
     cleanups.push(() => target.server.stop());
 

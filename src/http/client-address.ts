@@ -14,10 +14,15 @@ import net from 'node:net';
 import type { Context } from 'koa';
 import { ipv6Groups } from './ipv6.js';
 
+/** An IPv4 client as a dual-stack listener sees it: `::ffff:192.0.2.1`. */
+const MAPPED_IPV4 = /^::ffff:(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})$/i;
+
 /** The rate-limit key of one address string (see the module comment); undefined if it is not an IP. */
 export function addressKey(raw: string): string | undefined {
   const address = raw.trim().replace(/^\[(.*)\](:\d+)?$/, '$1').replace(/%.*$/, '');
   if (net.isIPv4(address)) return address;
+  const mapped = MAPPED_IPV4.exec(address)?.[1];
+  if (mapped && net.isIPv4(mapped)) return mapped; // the common case, without the general parse below
   const withoutPort = /^(\d+\.\d+\.\d+\.\d+):\d+$/.exec(address)?.[1];
   if (withoutPort && net.isIPv4(withoutPort)) return withoutPort;
   if (!net.isIPv6(address)) return undefined;
@@ -34,6 +39,10 @@ export function addressKey(raw: string): string | undefined {
  * which limits too much rather than too little.
  */
 export function clientAddress(ctx: Context): string {
+  const state = ctx.state as { [ADDRESS]?: string };
+  if (state[ADDRESS] !== undefined) return state[ADDRESS]; // the access log and the rate limits both ask
   const peer = ctx.req.socket.remoteAddress ?? '';
-  return addressKey(ctx.ip) ?? addressKey(peer) ?? (peer || 'unknown');
+  return (state[ADDRESS] = addressKey(ctx.ip) ?? addressKey(peer) ?? (peer || 'unknown'));
 }
+
+const ADDRESS = Symbol('client address');

@@ -52,7 +52,10 @@ export function createLogger({ level, pretty: readable = false, destination, std
   };
   const fd = stderr ? 2 : 1;
   if (readable) return pino(options, pretty({ colorize: true, sync: true, destination: destination ?? fd }));
-  return pino(options, destination ?? pino.destination({ dest: fd, sync: true }));
+  // stdout is written asynchronously: a line waits only while the previous write is under way,
+  // and lines that queue meanwhile go out in one write (on this VM a write costs more than the
+  // line). pino flushes what is queued when the process exits. stderr (a failed start) stays sync.
+  return pino(options, destination ?? pino.destination({ dest: fd, sync: stderr }));
 }
 
 /** The app's error callback as log lines: one `error` line, with the request's id and route when a request failed. */

@@ -2,53 +2,28 @@
  * Rate-limit counters spent together cost one Redis round trip (issue 9: "rate limiting: one
  * Redis round trip per request, however many budgets apply"). rate-limiter-flexible increments
  * a counter with its `rlflxIncr` script, one command per budget; this view of the client
- * collects the increments issued in the same tick (a token request's address and client_id
- * budgets, spent with `Promise.all`) and sends them as one pipeline. Everything else goes to
- * the client as it is, so readiness checks, timeouts and the insurance limiter (limiter.ts)
- * see the same client and the same failures.
+ * collects the increments issued in one turn of the event loop (store/turn-batch.ts: a token
+ * request's address and client_id budgets, spent with `Promise.all`, and those of every other
+ * request read in the same turn) and sends them as one pipeline. Everything else goes to the
+ * client as it is, so readiness checks, timeouts and the insurance limiter (limiter.ts) see the
+ * same client and the same failures.
  *
  * @example new RateLimiterRedis({ storeClient: batchedIncrements(redis), … })
  */
 import type { Redis } from 'ioredis';
-
-interface Call {
-  args: string[];
-  resolve: (value: unknown) => void;
-  reject: (error: unknown) => void;
-}
+import { turnBatch } from './turn-batch.js';
+import type { Outcome } from './turn-batch.js';
 
 type WithIncr = { rlflxIncr(args: string[]): Promise<unknown> };
 
 export function batchedIncrements(redis: Redis): Redis {
-  let batch: Call[] | undefined;
-
-  function flush() {
-    const calls = batch!;
-    batch = undefined;
-    if (calls.length === 1) {
-      (redis as unknown as WithIncr).rlflxIncr(calls[0]!.args).then(calls[0]!.resolve, calls[0]!.reject);
-      return;
-    }
+  const increment = turnBatch<string[], unknown>(async (calls) => {
+    if (calls.length === 1) return [[null, await (redis as unknown as WithIncr).rlflxIncr(calls[0]!)]];
     const pipeline = redis.pipeline();
-    for (const call of calls) (pipeline as unknown as WithIncr).rlflxIncr(call.args);
-    pipeline.exec().then((results) => {
-      calls.forEach((call, i) => {
-        const [error, value] = results?.[i] ?? [new Error('Connection is closed.'), undefined];
-        if (error) call.reject(error);
-        else call.resolve(value);
-      });
-    }, (error: unknown) => { for (const call of calls) call.reject(error); });
-  }
-
-  function increment(args: string[]): Promise<unknown> {
-    return new Promise((resolve, reject) => {
-      if (!batch) {
-        batch = [];
-        queueMicrotask(flush);
-      }
-      batch.push({ args, resolve, reject });
-    });
-  }
+    for (const args of calls) (pipeline as unknown as WithIncr).rlflxIncr(args);
+    // ioredis answers null for a pipeline it could not send: the connection is gone.
+    return ((await pipeline.exec()) ?? calls.map(() => [new Error('Connection is closed.'), undefined])) as Outcome<unknown>[];
+  });
 
   return new Proxy(redis, {
     get(target, property) {

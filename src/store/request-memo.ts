@@ -6,19 +6,29 @@
  *
  * - `rows`: rows read (or known absent) by this request: a grant, a user, a client, whether a
  *   client has webhook endpoints. Writes of the same request replace or drop them.
- * - `writes`: token writes the request deferred so they go to the database in one statement
- *   (postgres-adapter.ts); they are flushed before anything else is read or the response leaves.
+ * - `pending`: the writes the request deferred (tokens, their consume, outbox messages), sent as
+ *   one statement (store/write-batch.ts) before anything else is read or the response leaves.
  *
- * @example koa.use(requestMemo(flush)); … currentMemo()?.rows.get('user:…')
+ * @example koa.use(requestMemo(guard)); … currentMemo()?.rows.get('user:…')
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { Middleware } from 'koa';
+import type { Context, Middleware } from 'koa';
+import type { HotSql } from './sql.js';
+import { WriteBatch } from './write-batch.js';
 
 export interface RequestMemo {
   readonly rows: Map<string, unknown>;
-  /** Deferred writes (`ops`, the store's own), and how to send them all at once. */
-  pending: { readonly ops: unknown[]; send(): Promise<void> } | undefined;
+  /** The writes deferred so far, and the driver they go to. */
+  pending: { readonly batch: WriteBatch; readonly sql: HotSql } | undefined;
 }
+
+/** A model instance the request will look up after its client (a token request's code or refresh token). */
+export interface LookAhead {
+  readonly type: string;
+  readonly id: string;
+}
+
+const LOOK_AHEAD = 'look-ahead';
 
 const storage = new AsyncLocalStorage<RequestMemo>();
 
@@ -27,21 +37,55 @@ export function currentMemo(): RequestMemo | undefined {
   return storage.getStore();
 }
 
+/** The current request's deferred writes, going to `sql` (started on first use); undefined outside a request. */
+export function pendingWrites(sql: HotSql): WriteBatch | undefined {
+  const memo = storage.getStore();
+  if (!memo) return undefined;
+  memo.pending ??= { batch: new WriteBatch(), sql };
+  return memo.pending.batch;
+}
+
+/**
+ * Adds parts to the request's one write statement with `add`; outside a request they go in a
+ * statement of their own, sent at once.
+ *
+ * @example await defer(sql, (batch) => batch.gate(consume));
+ */
+export async function defer(sql: HotSql, add: (batch: WriteBatch) => void): Promise<void> {
+  const batch = pendingWrites(sql);
+  if (batch) return add(batch);
+  const alone = new WriteBatch();
+  add(alone);
+  await alone.send(sql);
+}
+
 /** Sends what the current request deferred, if anything. */
 export async function flushPending(): Promise<void> {
   const memo = storage.getStore();
   const pending = memo?.pending;
   if (!pending) return;
   memo.pending = undefined;
-  await pending.send();
+  await pending.batch.send(pending.sql);
+}
+
+/** The look-ahead set for this request, taken (it is used once: by the first client lookup). */
+export function takeLookAhead(): LookAhead | undefined {
+  const rows = storage.getStore()?.rows;
+  const ahead = rows?.get(LOOK_AHEAD) as LookAhead | undefined;
+  rows?.delete(LOOK_AHEAD);
+  return ahead;
 }
 
 /**
  * Gives each request its memo; once the handlers are done, writes still deferred are sent
  * before the response leaves (through `guard`, so a store failure is a 503 like any other).
+ * `lookAhead` names what the request will read after its client, so both come in one statement
+ * (store/hot-reads.ts).
  */
-export function requestMemo(guard: <T>(work: () => Promise<T>) => Promise<T>): Middleware {
-  return (ctx, next) => withRequestMemo(async () => {
+export function requestMemo(guard: <T>(work: () => Promise<T>) => Promise<T>, lookAhead?: (ctx: Context) => LookAhead | undefined): Middleware {
+  return (ctx, next) => storage.run({ rows: new Map(), pending: undefined }, async () => {
+    const ahead = lookAhead?.(ctx);
+    if (ahead) remember(LOOK_AHEAD, ahead);
     await next();
     if (!storage.getStore()?.pending) return;
     try {
@@ -56,9 +100,13 @@ export function requestMemo(guard: <T>(work: () => Promise<T>) => Promise<T>): M
   });
 }
 
-/** Runs `work` as one request: with a fresh memo (the middleware below, and tests, use it). */
+/** Runs `work` as one request (tests): with a fresh memo, whose deferred writes are sent when `work` ends. */
 export function withRequestMemo<T>(work: () => Promise<T>): Promise<T> {
-  return storage.run({ rows: new Map(), pending: undefined }, work);
+  return storage.run({ rows: new Map(), pending: undefined }, async () => {
+    const result = await work();
+    await flushPending();
+    return result;
+  });
 }
 
 /** Runs `work` as no request at all (another request's view of the store, in tests). */

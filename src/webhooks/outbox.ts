@@ -10,6 +10,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Prisma, PrismaClient } from '../generated/prisma/client.js';
+import { WriteBatch } from '../store/write-batch.js';
+import type { Write } from '../store/write-batch.js';
 import type { EventType, WebhookEvent } from './events.js';
 import { PENDING } from './webhook-store.js';
 
@@ -51,20 +53,39 @@ export async function enqueue(writer: Writer, event: WebhookEvent, endpointIds: 
 const MAX_SUBSCRIBERS = 10;
 
 /**
- * {@link recipients} and {@link enqueue} in one statement: a message of `event` for each enabled
- * endpoint of `clientId` subscribed to its type; returns their ids (none when nobody subscribes).
- * For the request path, where the client is known to have endpoints (store/hot-reads.ts).
+ * {@link recipients} and {@link enqueue} in one statement, as a write of a batch
+ * (store/write-batch.ts): a message of `event` for each enabled endpoint of `clientId` subscribed
+ * to its type (none when nobody subscribes). On the request path it joins the request's one
+ * statement, so the messages are written with the tokens they announce, or not at all.
  */
-export async function enqueueForSubscribers(writer: Writer, event: WebhookEvent, clientId: string, now: Date): Promise<string[]> {
-  const ids = Array.from({ length: MAX_SUBSCRIBERS }, newMessageId);
-  const rows = await writer.$queryRaw<{ id: string }[]>`
-    INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, payload, next_attempt_at, created_at)
-    SELECT COALESCE((${ids}::text[])[row_number() OVER (ORDER BY e.created_at, e.id)], 'msg_' || md5(random()::text || e.id)),
-      e.id, ${event.id}, ${event.type}, ${JSON.stringify(event)}::jsonb, ${now}, ${now}
-    FROM webhook_endpoints e
-    WHERE e.client_id = ${clientId} AND e.enabled AND ${event.type} = ANY (e.events)
-    RETURNING id`;
-  return rows.map((row) => row.id);
+export function subscriberMessages(event: WebhookEvent, clientId: string, now: Date, written?: (messages: number) => void): Write {
+  // Ids are base64url (no commas): one text parameter, split in SQL, fits both drivers.
+  const ids = Array.from({ length: MAX_SUBSCRIBERS }, newMessageId).join(',');
+  return {
+    sql: (p, ok) => {
+      const type = p(event.type);
+      const at = p(now.toISOString());
+      return `INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, payload, next_attempt_at, created_at)
+        SELECT COALESCE((string_to_array(${p(ids)}::text, ','))[row_number() OVER (ORDER BY e.created_at, e.id)], 'msg_' || md5(random()::text || e.id)),
+          e.id, ${p(event.id)}::text, ${type}::text, ${p(JSON.stringify(event))}::jsonb, ${at}::timestamptz, ${at}::timestamptz
+        FROM webhook_endpoints e
+        WHERE e.client_id = ${p(clientId)}::text AND e.enabled AND ${type}::text = ANY (e.events) AND ${ok}
+        RETURNING id`;
+    },
+    ...(written ? { written } : {}),
+  };
+}
+
+/**
+ * {@link subscriberMessages} written at once with `writer` (a transaction's, where there is one);
+ * answers how many messages were written.
+ */
+export async function enqueueForSubscribers(writer: Writer, event: WebhookEvent, clientId: string, now: Date): Promise<number> {
+  const batch = new WriteBatch();
+  batch.write('messages', subscriberMessages(event, clientId, now));
+  const { text, params } = batch.statement();
+  const [row] = await writer.$queryRawUnsafe<{ w0: number }[]>(text, ...params);
+  return Number(row?.w0 ?? 0);
 }
 
 /** A message claimed for one attempt. */

@@ -9,11 +9,12 @@
 import type { PrismaClient } from '../generated/prisma/client.js';
 import { clientActor } from '../audit/audit-events.js';
 import type { AuditContext, AuditLog } from '../audit/audit-log.js';
+import type { Write } from '../store/write-batch.js';
 import { createDeliveryWorker } from './delivery.js';
 import type { DeliveryWorker } from './delivery.js';
 import { EVENT_TYPES, isEventType } from './events.js';
 import type { EventData, EventType, WebhookEvent } from './events.js';
-import { createOutbox, enqueue, enqueueForSubscribers, newEventId, recipients } from './outbox.js';
+import { createOutbox, enqueue, enqueueForSubscribers, newEventId, recipients, subscriberMessages } from './outbox.js';
 import type { Writer } from './outbox.js';
 import { sendAttempt } from './send.js';
 import { generateSigningSecret } from './signing.js';
@@ -81,6 +82,12 @@ export interface WebhookDependencies {
    * it costs one statement (recipients and messages at once). Undefined: look them up first.
    */
   clientHasWebhooks?: (clientId: string) => boolean | undefined;
+  /**
+   * Adds a write to the current request's one write statement (store/request-memo.ts), so an
+   * event's messages are written with the change they announce, or not at all; false when no
+   * request is running.
+   */
+  joinRequestWrites?: (key: string, write: Write) => boolean;
   /** Longest wait between outbox checks when nothing wakes the worker (default 1 s). */
   pollMs?: number;
   /** Told each recorded attempt's outcome (the metrics count them). */
@@ -114,37 +121,45 @@ export function createWebhookService(deps: WebhookDependencies): WebhookService 
     return seen.get(key)!;
   }
 
-  /** Writes the event's messages; returns their ids (none when nobody subscribes). */
-  async function write(writer: Writer, type: EventType, data: RaiseData, endpointId?: string, seen?: Subscribers): Promise<{ event?: WebhookEvent; messageIds: string[] }> {
-    const known = endpointId ? undefined : deps.clientHasWebhooks?.(data.client_id);
-    if (known === false) return { messageIds: [] };
-    const endpoints = known ? undefined
-      : await (seen && !endpointId ? subscribers(writer, seen, data.client_id, type) : recipients(writer, data.client_id, type, endpointId));
-    if (endpoints?.length === 0) return { messageIds: [] };
+  /** The event as sent, created `now`: an `account_id` is turned into `username`, never sent. */
+  async function eventOf(type: EventType, data: RaiseData, now: Date): Promise<WebhookEvent> {
     const { account_id: accountId, username: given, ...rest } = data;
     const username = given ?? (accountId ? await deps.usernameOf(accountId) : undefined);
-    const now = clock();
-    const event: WebhookEvent = {
-      id: newEventId(),
-      type,
-      created_at: now.toISOString(),
-      data: { ...rest, ...(username ? { username } : {}) } as EventData,
-    };
-    if (!endpoints) return { event, messageIds: await enqueueForSubscribers(writer, event, data.client_id, now) };
-    return { event, messageIds: await enqueue(writer, event, endpoints.map((e) => e.id), now) };
+    return { id: newEventId(), type, created_at: now.toISOString(), data: { ...rest, ...(username ? { username } : {}) } as EventData };
   }
+
+  /** Writes the event's messages; answers the event and their ids (none when nobody subscribes). */
+  async function write(writer: Writer, type: EventType, data: RaiseData, endpointId?: string, seen?: Subscribers): Promise<{ event?: WebhookEvent; messages: number; messageIds?: string[] }> {
+    const known = endpointId ? undefined : deps.clientHasWebhooks?.(data.client_id);
+    if (known === false) return { messages: 0 };
+    const endpoints = known ? undefined
+      : await (seen && !endpointId ? subscribers(writer, seen, data.client_id, type) : recipients(writer, data.client_id, type, endpointId));
+    if (endpoints?.length === 0) return { messages: 0 };
+    const now = clock();
+    const event = await eventOf(type, data, now);
+    if (!endpoints) return { event, messages: await enqueueForSubscribers(writer, event, data.client_id, now) };
+    const messageIds = await enqueue(writer, event, endpoints.map((e) => e.id), now);
+    return { event, messages: messageIds.length, messageIds };
+  }
+
+  const wakeFor = (messages: number) => { if (messages) worker.wake(); };
 
   return {
     store,
     async raise(type, data) {
-      const { messageIds } = await write(prisma, type, data);
-      if (messageIds.length) worker.wake();
+      if (deps.clientHasWebhooks?.(data.client_id) === false) return;
+      if (deps.joinRequestWrites) {
+        const now = clock();
+        const event = await eventOf(type, data, now);
+        if (deps.joinRequestWrites(`outbox:${event.id}`, subscriberMessages(event, data.client_id, now, wakeFor))) return;
+      }
+      wakeFor((await write(prisma, type, data)).messages);
     },
     async withEvents(change, options = {}) {
       let raised = 0;
       const seen: Subscribers = new Map();
       const result = await prisma.$transaction(async (tx) => change(tx, async (type, data) => {
-        raised += (await write(tx, type, data, undefined, seen)).messageIds.length;
+        raised += (await write(tx, type, data, undefined, seen)).messages;
       }), options.timeoutMs === undefined ? undefined : { timeout: options.timeoutMs });
       if (raised) worker.wake();
       return result;
@@ -177,7 +192,7 @@ export function createWebhookService(deps: WebhookDependencies): WebhookService 
       const endpoint = await store.find(client.clientId, endpointId);
       if (!endpoint) return undefined;
       if (!endpoint.enabled) throw new WebhookInputError('this endpoint is disabled: enable it first');
-      const { event, messageIds } = await write(prisma, 'webhook.test', {
+      const { event, messageIds = [] } = await write(prisma, 'webhook.test', {
         client_id: client.clientId, client_name: client.clientName, webhook_id: endpoint.id,
       }, endpoint.id);
       // Disabled or deleted between the look-up and the write: as if it had not been found.

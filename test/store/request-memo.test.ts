@@ -9,7 +9,9 @@ import { errors } from 'oidc-provider';
 import type { AdapterFor, AdapterPayload } from '../../src/oidc/adapter.js';
 import { postgresAdapters } from '../../src/oidc/postgres-adapter.js';
 import { createHotReads } from '../../src/store/hot-reads.js';
-import { currentMemo, flushPending, outsideRequest, withRequestMemo } from '../../src/store/request-memo.js';
+import { currentMemo, flushPending, outsideRequest, pendingWrites, withRequestMemo } from '../../src/store/request-memo.js';
+import { subscriberMessages } from '../../src/webhooks/outbox.js';
+import type { WebhookEvent } from '../../src/webhooks/events.js';
 import { openTestDatabase } from '../helpers/databases.js';
 import type { StoreKind, TestStore } from '../helpers/databases.js';
 
@@ -73,6 +75,53 @@ describe.each<StoreKind>(['postgres', 'embedded'])('postgres adapter within a re
     await expect(attempt).rejects.toBeInstanceOf(errors.InvalidGrant);
     expect(await outside('AccessToken').find(access.jti!)).toBeUndefined();
     expect(await outside('RefreshToken').find(refresh.jti!)).toBeUndefined();
+  });
+
+  describe('an event\'s outbox messages join the request\'s one write statement', () => {
+    let clientId: string;
+    beforeAll(async () => {
+      clientId = `c${randomUUID().slice(0, 8)}`;
+      await store.db.prisma.client.create({ data: { clientId, clientSecretHash: 'h', clientName: 'C', redirectUri: 'http://localhost/cb' } });
+      await store.db.prisma.webhookEndpoint.createMany({
+        data: ['a', 'b'].map((n) => ({ id: `ep_${clientId}_${n}`, clientId, url: `https://app.example/${n}`, events: ['token.issued'], secret: 'whsec_x' })),
+      });
+    });
+    const event = (): WebhookEvent => ({ id: `evt_${randomUUID()}`, type: 'token.issued', created_at: new Date().toISOString(), data: { client_id: clientId, client_name: 'C' } });
+    const messages = (eventId: string) => store.db.prisma.webhookDelivery.count({ where: { eventId } });
+
+    test('written with the tokens, one per subscribed endpoint, and told how many once committed', async () => {
+      const code = payload('AuthorizationCode', { clientId });
+      await outside('AuthorizationCode').upsert(code.jti!, code, 60);
+      const issued = event();
+      const written: number[] = [];
+      await withRequestMemo(async () => {
+        await adapters('AuthorizationCode').consume(code.jti!);
+        await adapters('AccessToken').upsert(randomUUID(), payload('AccessToken', { clientId }), 60);
+        pendingWrites(store.db.sql)!.write(`outbox:${issued.id}`, subscriberMessages(issued, clientId, new Date(), (n) => written.push(n)));
+        expect(await messages(issued.id)).toBe(0); // not before the statement goes
+      });
+      expect(await messages(issued.id)).toBe(2);
+      expect(written).toEqual([2]);
+    });
+
+    test('a redemption that lost its race writes no token and no message', async () => {
+      const code = payload('AuthorizationCode', { clientId });
+      await outside('AuthorizationCode').upsert(code.jti!, code, 60);
+      const access = payload('AccessToken', { clientId });
+      const issued = event();
+      const written: number[] = [];
+      const attempt = withRequestMemo(async () => {
+        expect((await adapters('AuthorizationCode').find(code.jti!))?.consumed).toBeUndefined();
+        await outside('AuthorizationCode').consume(code.jti!); // the parallel redemption wins
+        await adapters('AuthorizationCode').consume(code.jti!);
+        await adapters('AccessToken').upsert(access.jti!, access, 60);
+        pendingWrites(store.db.sql)!.write(`outbox:${issued.id}`, subscriberMessages(issued, clientId, new Date(), (n) => written.push(n)));
+      });
+      await expect(attempt).rejects.toBeInstanceOf(errors.InvalidGrant);
+      expect(await outside('AccessToken').find(access.jti!)).toBeUndefined();
+      expect(await messages(issued.id)).toBe(0);
+      expect(written).toEqual([]);
+    });
   });
 
   test('any other call sends what was deferred first, so the request reads its own writes', async () => {
