@@ -19,6 +19,9 @@ import type { UserStore } from './accounts/user-store.js';
 import { createClientStore } from './clients/client-store.js';
 import type { ClientStore } from './clients/client-store.js';
 import { createClientSettings } from './clients/client-settings.js';
+import { createAuditLog } from './audit/audit-log.js';
+import { auditedChanges } from './audit/audited-changes.js';
+import { providerAudit } from './audit/provider-audit.js';
 import { verifyClientSecret } from './clients/secret.js';
 import { openDatabase } from './store/database.js';
 import type { Database } from './store/database.js';
@@ -120,8 +123,10 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   const metrics = createMetrics({ db, redis });
   const memory = redis ? undefined : memoryAdapters();
   const keys = loadKeys(config);
+  // The audit trail (issue 11): rows in audit_events and `audit` lines, written where each change is made.
+  const audit = createAuditLog({ prisma: db.prisma, logger });
   const users = createUserStore(db.prisma);
-  const clients = createClientStore(db.prisma);
+  const clients = createClientStore(db.prisma, audit);
   const views = createViews();
   // Spec "Limits": counters in Redis (shared by every instance) or in this process; window 60 s.
   const limiter = metrics.countRefusals(createLimiterFactory(redis && { redis, keyPrefix: `${config.redisKeyPrefix}rl:`, timeoutMs: config.timeouts.redisCommandMs }));
@@ -153,8 +158,11 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     },
     log: (error) => log(error),
     onOutcome: metrics.webhookOutcome,
+    audit,
   });
-  const clientSettings = createClientSettings(webhooks);
+  // A change, its webhook events and its audit rows: one transaction.
+  const changes = auditedChanges(webhooks, audit);
+  const clientSettings = createClientSettings(changes);
 
   // Store failures inside the provider become 503s; a hung store is not waited on twice.
   const guards = { durable: storeGuard('database'), shortLived: storeGuard('redis') };
@@ -177,7 +185,8 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   provider.on('server_error', (ctx, error) => log(error, ctx));
   provider.on('grant.success', (ctx) => metrics.tokenIssued(String(ctx.oidc.params?.grant_type)));
   const tokenEvents = providerEvents({ provider, raise: webhooks.raise, log: (error) => log(error) });
-  const cleanup = startCleanup(db.prisma, { log: (error) => log(error) });
+  const tokenAudit = providerAudit({ provider, audit, log: (error) => log(error) });
+  const cleanup = startCleanup(db.prisma, { auditRetentionDays: config.auditRetentionDays, log: (error) => log(error) });
 
   const body = koaBody({
     multipart: false, urlencoded: true, json: true, text: false, jsonStrict: true,
@@ -213,14 +222,13 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     .use(settingsRoutes({ findClient: clients.find, settings: clientSettings, webhooks, views, body, clock }).routes())
     .use(webhooksApi({ findClient: clients.find, webhooks, body }).routes())
     .use(interactionRoutes({
-      provider, users, guard, views, body,
+      provider, users, guard, audit, views, body,
       onDenied: (d) => webhooks.raise('authorization.denied', { client_id: d.clientId, client_name: d.clientName, account_id: d.accountId }),
     }).routes())
     .use(applicationsRoutes({
-      apps: createAuthorizedApps({ prisma: db.prisma, withEvents: revocationAnnouncer(webhooks) }),
+      apps: createAuthorizedApps({ prisma: db.prisma, withEvents: revocationAnnouncer(changes) }),
       findUser: users.findById,
-      authenticate: users.authenticate,
-      guard,
+      signIn: { guard, users, audit },
       loginSessions: loginSessions(provider),
       views,
       body,
@@ -234,6 +242,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     // events are settled inside it, so their outbox messages join that statement.
     .use(requestMemo(guards.durable, tokenLookAhead))
     .use(tokenEvents.settle)
+    .use(tokenAudit.settle)
     .use(mount(provider));
   webhooks.start();
 

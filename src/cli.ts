@@ -1,77 +1,73 @@
 /**
- * Administration commands (run through npm scripts):
+ * The administration CLI: `node dist/cli.js <command> [arguments]` (README "Operations" →
+ * "Administration"). With DATABASE_URL it works while the service runs, and the next request
+ * sees the change; on the embedded database (no DATABASE_URL) stop the server first: one
+ * process at a time owns DATA_DIR.
  *
- *   npm run user:create -- --username alice --password '…' --email alice@example.com --full-name 'Alice Example'
- *   npm run db:migrate
- *   npm run keys:generate -- --out jwks.json
- *
- * In the embedded default the database belongs to one process: stop the server first.
+ * Exit codes: 0 done; 1 refused (no such user or client, a value that cannot be used, the
+ * database unreachable or in use, a change that ran out of time and was rolled back, a bad
+ * configuration variable); 2 a wrong command line (unknown command or option, a missing or
+ * extra argument), with the usage.
  */
-import fs from 'node:fs';
-import { randomBytes } from 'node:crypto';
-import { parseArgs } from 'node:util';
-import { createUserStore, UserInputError } from './accounts/user-store.js';
-import { ConfigError, loadConfig } from './config.js';
-import { openDatabase } from './store/database.js';
+import { ClientInputError } from './clients/client-store.js';
+import { UserInputError } from './accounts/user-store.js';
+import { NotFoundError } from './admin/not-found.js';
+import { DatabaseError } from './cli/admin.js';
+import { ArgumentError, UsageError } from './cli/args.js';
+import { AUDIT_VERBS } from './cli/audit.js';
+import { CLIENT_VERBS } from './cli/clients.js';
+import { SETUP_VERBS } from './cli/setup.js';
+import { TOKEN_VERBS } from './cli/tokens.js';
+import { USER_VERBS } from './cli/users.js';
+import { operatorContext } from './cli/verb.js';
+import type { Verb, VerbTable } from './cli/verb.js';
+import { ConfigError } from './config.js';
 import { DatabaseInUseError } from './store/embedded-postgres.js';
-import type { Database } from './store/database.js';
-import { generateSigningKey } from './store/keys.js';
-import { migrate } from './store/migrate.js';
 
-class UsageError extends Error {}
+const VERBS: VerbTable = { ...USER_VERBS, ...CLIENT_VERBS, ...TOKEN_VERBS, ...AUDIT_VERBS, ...SETUP_VERBS };
 
-async function withDatabase<T>(use: (db: Database) => Promise<T>): Promise<T> {
-  const config = loadConfig(process.env);
-  const db = await openDatabase(config);
-  try {
-    await db.withConnection((sql) => migrate(sql));
-    return await use(db);
-  } finally {
-    await db.close();
-  }
+/** Errors an operator can act on: said in one line, without a stack trace. */
+const REFUSALS = [NotFoundError, ArgumentError, UserInputError, ClientInputError, ConfigError, DatabaseInUseError, DatabaseError];
+
+const usageOf = (name: string, verb: Verb) => `usage: node dist/cli.js ${name}${verb.usage ? ` ${verb.usage}` : ''}`;
+
+function overview(): string {
+  const width = Math.max(...Object.keys(VERBS).map((name) => name.length));
+  const lines = Object.entries(VERBS).map(([name, verb]) => `  ${name.padEnd(width)}  ${verb.summary}`);
+  return `usage: node dist/cli.js <command> [arguments]   commands: ${Object.keys(VERBS).join(', ')}\n\n${lines.join('\n')}\n\n`
+    + "'node dist/cli.js <command> --help' shows a command's arguments.";
 }
 
-const COMMANDS: Record<string, (args: string[]) => Promise<string>> = {
-  async 'user:create'(args) {
-    const { values } = parseArgs({
-      args,
-      options: { username: { type: 'string' }, password: { type: 'string' }, email: { type: 'string' }, 'full-name': { type: 'string' } },
-    });
-    const missing = ['username', 'password', 'email', 'full-name'].filter((name) => !values[name as keyof typeof values]);
-    if (missing.length) throw new UsageError(`missing ${missing.map((name) => `--${name}`).join(', ')}`);
-    const user = await withDatabase((db) => createUserStore(db.prisma).create({
-      username: values.username!, password: values.password!, email: values.email!, fullName: values['full-name']!,
-    }));
-    return `created user ${user.username} (${user.id})`;
-  },
-  async 'db:migrate'() {
-    const applied = await withDatabase((db) => db.withConnection((sql) => migrate(sql)));
-    return applied.length ? `applied ${applied.join(', ')}` : 'database is up to date';
-  },
-  async 'keys:generate'(args) {
-    const { values } = parseArgs({ args, options: { out: { type: 'string' } } });
-    if (!values.out) throw new UsageError('missing --out <file> for the JWKS');
-    fs.writeFileSync(values.out, JSON.stringify({ keys: [generateSigningKey()] }, null, 2), { mode: 0o600, flag: 'wx' });
-    return `wrote a private JWKS to ${values.out} (set JWKS_FILE to it)\nCOOKIE_KEYS=${randomBytes(32).toString('base64url')}`;
-  },
-};
+function readStdin(): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    process.stdin.setEncoding('utf8').on('data', (chunk: string) => { text += chunk; }).on('end', () => resolve(text)).on('error', reject);
+  });
+}
 
 async function run(argv: string[]): Promise<number> {
   const [name, ...args] = argv;
-  const command = name ? COMMANDS[name] : undefined;
-  if (!command) {
-    console.error(`usage: cli.js <${Object.keys(COMMANDS).join('|')}> [options]`);
-    return 2;
+  const verb = name !== undefined && Object.hasOwn(VERBS, name) ? VERBS[name] : undefined;
+  if (!verb) {
+    if (name !== undefined && name !== 'help' && name !== '--help') console.error(`unknown command "${name}"`);
+    console.error(overview());
+    return name === 'help' || name === '--help' ? 0 : 2;
+  }
+  if (args.includes('--help')) {
+    console.log(`${usageOf(name!, verb)}\n${verb.summary}`);
+    return 0;
   }
   try {
-    console.log(await command(args));
+    console.log(await verb.run(args, { stdin: readStdin, context: operatorContext() }));
     return 0;
   } catch (error) {
-    const known = error instanceof UserInputError || error instanceof UsageError || error instanceof ConfigError
-      || error instanceof DatabaseInUseError
-      || String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS_') || (error as { code?: string }).code === 'EEXIST';
+    if (error instanceof UsageError) {
+      console.error(`${name}: ${error.message}\n${usageOf(name!, verb)}`);
+      return 2;
+    }
     console.error(`${name}: ${(error as Error).message}`);
-    if (!known) console.error(error);
+    const refused = REFUSALS.some((type) => error instanceof type) || (error as { code?: string }).code === 'EEXIST';
+    if (!refused) console.error(error); // not the operator's doing: the stack helps whoever fixes it
     return 1;
   }
 }

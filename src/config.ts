@@ -45,6 +45,8 @@ export interface Config {
   readonly logLevel: LogLevel;
   /** METRICS_PORT: where `/metrics` is served on its own listener; unset = no metrics listener. */
   readonly metricsPort: number | undefined;
+  /** AUDIT_RETENTION_DAYS: audit rows older than this are deleted by the cleanup job. */
+  readonly auditRetentionDays: number;
 }
 
 /**
@@ -77,6 +79,11 @@ export interface Timeouts {
   readonly httpHeadersMs: number;
   readonly httpRequestMs: number;
   readonly httpKeepAliveMs: number;
+  /**
+   * How long one change of the administration CLI may hold its transaction: ending every grant
+   * of a client with thousands of users writes a webhook event and an audit row for each.
+   */
+  readonly adminTransactionMs: number;
 }
 
 export class ConfigError extends Error {
@@ -219,6 +226,7 @@ export function loadConfig(env: Env): Config {
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 60, 1, 1_000_000),
     webhookRetryBaseMs: integer(env, 'WEBHOOK_RETRY_BASE_MS', 30_000, 1, 3_600_000),
     webhookAllowPrivateNetworks: boolean(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'),
+    auditRetentionDays: integer(env, 'AUDIT_RETENTION_DAYS', 90, 1, 36_500),
     cookieKeys: keys ? Object.freeze(keys) : undefined,
     jwksFile,
     trustProxy,
@@ -231,6 +239,7 @@ export function loadConfig(env: Env): Config {
       databaseIdleInTransactionMs: integer(env, 'DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS', 10_000, 10, 600_000),
       shutdownDelayMs: integer(env, 'SHUTDOWN_DELAY_MS', 1000, 0, 600_000),
       shutdownMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+      adminTransactionMs: integer(env, 'ADMIN_TRANSACTION_TIMEOUT_MS', 300_000, 1000, 3_600_000),
       ...httpTimeouts(env),
     }),
   });

@@ -8,13 +8,12 @@ import { createUserStore } from '../src/accounts/user-store.js';
 import { openDatabase } from '../src/store/database.js';
 import type { Database } from '../src/store/database.js';
 import { buildDist } from './helpers/build.js';
+import { EMBEDDED_TIMEOUT, expectCleanFailure } from './helpers/cli.js';
 import { runNode } from './helpers/run-node.js';
 import type { NodeRun } from './helpers/run-node.js';
 import { createTestDatabase, tempDataDir } from './helpers/services.js';
 import type { TestDatabase } from './helpers/services.js';
 
-/** The first start of an embedded database initialises it, which takes a while. */
-const EMBEDDED_TIMEOUT = 120_000;
 const PASSWORD = 'correct horse battery staple';
 
 function userArgs(overrides: Record<string, string | undefined> = {}): string[] {
@@ -22,15 +21,6 @@ function userArgs(overrides: Record<string, string | undefined> = {}): string[] 
     username: 'alice', password: PASSWORD, email: 'alice@example.com', 'full-name': 'Alice Example', ...overrides,
   };
   return ['user:create', ...Object.entries(options).flatMap(([name, value]) => (value === undefined ? [] : [`--${name}`, value]))];
-}
-
-/** A failure the operator can act on: non-zero exit, the message on stderr, no stack trace. */
-function expectCleanFailure(run: NodeRun, message: string | RegExp) {
-  expect(run.timedOut).toBe(false);
-  expect(run.code).not.toBe(0);
-  expect(run.code).not.toBeNull();
-  expect(run.stderr).toEqual(typeof message === 'string' ? expect.stringContaining(message) : expect.stringMatching(message));
-  expect(run.stderr).not.toMatch(/^\s+at /m);
 }
 
 async function withDatabase<T>(options: { databaseUrl: string | undefined; dataDir: string }, use: (db: Database) => Promise<T>): Promise<T> {

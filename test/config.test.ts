@@ -58,12 +58,14 @@ describe('loadConfig defaults', () => {
         databaseIdleInTransactionMs: 10_000,
         shutdownDelayMs: 1000,
         shutdownMs: 10_000,
+        adminTransactionMs: 300_000,
         httpHeadersMs: 10_000,
         httpRequestMs: 30_000,
         httpKeepAliveMs: 5000,
       },
       logLevel: 'info',
       metricsPort: undefined,
+      auditRetentionDays: 90,
     });
   });
 
@@ -103,11 +105,13 @@ describe('loadConfig defaults', () => {
       DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: '4000',
       SHUTDOWN_DELAY_MS: '2500',
       SHUTDOWN_TIMEOUT_MS: '0',
+      ADMIN_TRANSACTION_TIMEOUT_MS: '60000',
       HTTP_HEADERS_TIMEOUT_MS: '3000',
       HTTP_REQUEST_TIMEOUT_MS: '6000',
       HTTP_KEEP_ALIVE_TIMEOUT_MS: '1500',
       LOG_LEVEL: 'Debug',
       METRICS_PORT: '9464',
+      AUDIT_RETENTION_DAYS: '365',
     });
     expect(config).toEqual({
       nodeEnv: 'test',
@@ -138,12 +142,14 @@ describe('loadConfig defaults', () => {
         databaseIdleInTransactionMs: 4000,
         shutdownDelayMs: 2500,
         shutdownMs: 0,
+        adminTransactionMs: 60_000,
         httpHeadersMs: 3000,
         httpRequestMs: 6000,
         httpKeepAliveMs: 1500,
       },
       logLevel: 'debug',
       metricsPort: 9464,
+      auditRetentionDays: 365,
     });
   });
 
@@ -179,6 +185,8 @@ describe('a bad value throws ConfigError naming the variable', () => {
     ['RATE_LIMIT_PER_MINUTE', { RATE_LIMIT_PER_MINUTE: 'many' }],
     ['WEBHOOK_RETRY_BASE_MS', { WEBHOOK_RETRY_BASE_MS: '0' }],
     ['WEBHOOK_ALLOW_PRIVATE_NETWORKS', { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'yes' }],
+    ['AUDIT_RETENTION_DAYS', { AUDIT_RETENTION_DAYS: '0' }],
+    ['AUDIT_RETENTION_DAYS', { AUDIT_RETENTION_DAYS: '90d' }],
     ['DATABASE_URL', { DATABASE_URL: 'mysql://x' }],
     ['DATABASE_URL', { DATABASE_URL: 'not a url' }],
     ['REDIS_URL', { REDIS_URL: 'http://x' }],
@@ -196,6 +204,7 @@ describe('a bad value throws ConfigError naming the variable', () => {
     ['DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS', { DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: '-5' }],
     ['SHUTDOWN_TIMEOUT_MS', { SHUTDOWN_TIMEOUT_MS: 'ten seconds' }],
     ['SHUTDOWN_DELAY_MS', { SHUTDOWN_DELAY_MS: '1e3' }],
+    ['ADMIN_TRANSACTION_TIMEOUT_MS', { ADMIN_TRANSACTION_TIMEOUT_MS: '999' }],
     ['HTTP_HEADERS_TIMEOUT_MS', { HTTP_HEADERS_TIMEOUT_MS: '50' }],
     ['HTTP_REQUEST_TIMEOUT_MS', { HTTP_REQUEST_TIMEOUT_MS: 'never' }],
     ['HTTP_KEEP_ALIVE_TIMEOUT_MS', { HTTP_KEEP_ALIVE_TIMEOUT_MS: '0' }],

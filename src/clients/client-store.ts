@@ -1,8 +1,11 @@
 /**
- * Registered client applications.
+ * Registered client applications. A registration and its audit row (`client.registered`) are
+ * written in one transaction.
  *
- * @example const { client, clientSecret } = await clients.register({ clientName: 'Demo', redirectUri });
+ * @example const { client, clientSecret } = await clients.register({ clientName: 'Demo', redirectUri }, requestContext(ctx, ANONYMOUS));
  */
+import { ANONYMOUS } from '../audit/audit-events.js';
+import type { AuditContext, AuditLog } from '../audit/audit-log.js';
 import type { Client, PrismaClient } from '../generated/prisma/client.js';
 import { redirectUriProblem } from './redirect-uri.js';
 import { generateClientId, generateClientSecret, hashClientSecret } from './secret.js';
@@ -14,8 +17,8 @@ export class ClientInputError extends Error {
 }
 
 export interface ClientStore {
-  /** Validates and registers a client; the plaintext secret is returned this once only. */
-  register(input: { clientName: unknown; redirectUri: unknown }): Promise<{ client: Client; clientSecret: string }>;
+  /** Validates and registers a client; the plaintext secret is returned this once only. Registration is open: `context` defaults to an anonymous actor. */
+  register(input: { clientName: unknown; redirectUri: unknown }, context?: AuditContext): Promise<{ client: Client; clientSecret: string }>;
   find(clientId: string): Promise<Client | null>;
 }
 
@@ -39,15 +42,19 @@ export function validRedirectUri(value: unknown): string {
   return value;
 }
 
-export function createClientStore(prisma: PrismaClient): ClientStore {
+export function createClientStore(prisma: PrismaClient, audit: AuditLog): ClientStore {
   return {
-    async register(input) {
+    async register(input, context = { actor: ANONYMOUS }) {
       const clientName = validName(input.clientName);
       const redirectUri = validRedirectUri(input.redirectUri);
       const clientSecret = generateClientSecret();
-      const client = await prisma.client.create({
-        data: { clientId: generateClientId(), clientSecretHash: hashClientSecret(clientSecret), clientName, redirectUri },
-      });
+      const client = await audit.within((write) => prisma.$transaction(async (tx) => {
+        const created = await tx.client.create({
+          data: { clientId: generateClientId(), clientSecretHash: hashClientSecret(clientSecret), clientName, redirectUri },
+        });
+        await write(tx, 'client.registered', { client: created.clientId, detail: { client_name: clientName, redirect_uri: redirectUri } }, context);
+        return created;
+      }));
       return { client, clientSecret };
     },
     find(clientId) {

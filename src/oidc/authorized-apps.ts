@@ -1,12 +1,17 @@
 /**
- * The applications a user has authorized, read from the provider's grants, and the user's
- * revocation of one: every grant the user gave that client ends, with every code, access and
- * refresh token issued under it. Grants and tokens all live in `oidc_models` (adapter.ts), so
- * one statement deletes them together, in one transaction with the revocation's announcement.
+ * The applications a user has authorized, read from the provider's grants, and the ending of
+ * grants: a user revoking one application here, and an operator ending all of a user's or a
+ * client's ({@link endGrants}). Every grant in scope ends with every code, access and refresh
+ * token issued under it. Grants and tokens all live in `oidc_models` (adapter.ts), so one
+ * statement deletes them together, in one transaction with the revocation's announcement.
  *
  * @example const apps = createAuthorizedApps({ prisma }); await apps.revoke(accountId, clientId);
  */
-import type { Prisma, PrismaClient } from '../generated/prisma/client.js';
+import { Prisma } from '../generated/prisma/client.js';
+import type { PrismaClient } from '../generated/prisma/client.js';
+import { isUuid } from '../accounts/user-store.js';
+import { userActor } from '../audit/audit-events.js';
+import type { AuditContext } from '../audit/audit-log.js';
 
 export interface AuthorizedApp {
   clientId: string;
@@ -17,7 +22,7 @@ export interface AuthorizedApp {
   authorizedAt: Date;
 }
 
-/** What a revocation ended; webhooks announce it to the client as `token.revoked`. */
+/** What a revocation ended for one user and one client; announced to the client as `token.revoked`. */
 export interface ApplicationRevoked {
   clientId: string;
   clientName: string;
@@ -30,12 +35,21 @@ export interface ApplicationRevoked {
 export interface AuthorizedApps {
   /** The clients holding a live grant from the account, by name. */
   list(accountId: string): Promise<AuthorizedApp[]>;
-  /** Ends the account's grants to the client; resolves to their ids (none: nothing was authorized). */
-  revoke(accountId: string, clientId: string): Promise<string[]>;
+  /**
+   * Ends the account's grants to the client; resolves to their ids (none: nothing was
+   * authorized). `context`: who asked, for the audit trail (default: the user).
+   */
+  revoke(accountId: string, clientId: string, context?: AuditContext): Promise<string[]>;
 }
 
+/** How many grants a revocation ended, over all its users and clients. */
+export const grantCount = (ended: readonly ApplicationRevoked[]) => ended.reduce((sum, entry) => sum + entry.grantIds.length, 0);
+
+/** Whose grants end: one user's, one client's, or one user's to one client. */
+export type GrantScope = { accountId: string; clientId?: string } | { accountId?: string; clientId: string };
+
 /** Records what a revocation ended, inside the revocation's transaction. */
-export type AnnounceRevocation = (event: ApplicationRevoked) => Promise<void>;
+export type AnnounceRevocation = (event: ApplicationRevoked, context: AuditContext) => Promise<void>;
 
 /**
  * Runs a revocation in one transaction with its announcement (the webhooks' `token.revoked`
@@ -50,6 +64,43 @@ export interface AuthorizedAppsDependencies {
 }
 
 interface GrantRow { client_id: string; client_name: string; scope: string | null; iat: number | null }
+
+/**
+ * Ends every grant in `scope` and every token issued under them, in one statement within `tx`.
+ * Resolves to one entry per client and user whose grants ended (names read in `tx`).
+ */
+export async function endGrants(tx: Prisma.TransactionClient, scope: GrantScope): Promise<ApplicationRevoked[]> {
+  const conditions = [
+    Prisma.sql`type = 'Grant'`,
+    ...(scope.accountId === undefined ? [] : [Prisma.sql`payload->>'accountId' = ${scope.accountId}`]),
+    ...(scope.clientId === undefined ? [] : [Prisma.sql`payload->>'clientId' = ${scope.clientId}`]),
+  ];
+  const rows = await tx.$queryRaw<{ id: string; account_id: string; client_id: string }[]>`
+    WITH grants AS (
+      SELECT id, payload->>'accountId' AS account_id, payload->>'clientId' AS client_id
+      FROM oidc_models WHERE ${Prisma.join(conditions, ' AND ')}
+    ), tokens AS (
+      DELETE FROM oidc_models WHERE grant_id IN (SELECT id FROM grants) RETURNING 1
+    )
+    DELETE FROM oidc_models m USING grants g WHERE m.type = 'Grant' AND m.id = g.id
+    RETURNING m.id, g.account_id, g.client_id`;
+  if (rows.length === 0) return [];
+  const clients = await tx.client.findMany({ where: { clientId: { in: [...new Set(rows.map((row) => row.client_id))] } }, select: { clientId: true, clientName: true } });
+  const users = await tx.user.findMany({ where: { id: { in: [...new Set(rows.map((row) => row.account_id))].filter(isUuid) } }, select: { id: true, username: true } });
+  const names = new Map(clients.map((client) => [client.clientId, client.clientName]));
+  const usernames = new Map(users.map((user) => [user.id, user.username]));
+  const ended = new Map<string, ApplicationRevoked>();
+  for (const row of rows) {
+    const key = `${row.client_id}\0${row.account_id}`;
+    const entry = ended.get(key) ?? {
+      clientId: row.client_id, clientName: names.get(row.client_id) ?? row.client_id, accountId: row.account_id, username: usernames.get(row.account_id), grantIds: [],
+    };
+    entry.grantIds.push(row.id);
+    ended.set(key, entry);
+  }
+  for (const entry of ended.values()) entry.grantIds.sort();
+  return [...ended.values()];
+}
 
 export function createAuthorizedApps({ prisma, withEvents }: AuthorizedAppsDependencies): AuthorizedApps {
   const inTransaction: RevocationTransaction = withEvents ?? ((change) => prisma.$transaction((tx) => change(tx, async () => {})));
@@ -74,22 +125,12 @@ export function createAuthorizedApps({ prisma, withEvents }: AuthorizedAppsDepen
       return [...apps.values()].sort((a, b) => a.clientName.localeCompare(b.clientName) || a.clientId.localeCompare(b.clientId));
     },
 
-    revoke(accountId, clientId) {
+    revoke(accountId, clientId, context = { actor: userActor(accountId) }) {
       return inTransaction(async (tx, announce) => {
-        const rows = await tx.$queryRaw<{ id: string }[]>`
-          WITH grants AS (
-            SELECT id FROM oidc_models
-            WHERE type = 'Grant' AND payload->>'accountId' = ${accountId} AND payload->>'clientId' = ${clientId}
-          ), tokens AS (
-            DELETE FROM oidc_models WHERE grant_id IN (SELECT id FROM grants) RETURNING 1
-          )
-          DELETE FROM oidc_models WHERE type = 'Grant' AND id IN (SELECT id FROM grants) RETURNING id`;
-        const grantIds = rows.map((row) => row.id);
-        if (grantIds.length === 0) return grantIds;
-        const client = await tx.client.findUnique({ where: { clientId }, select: { clientName: true } });
-        const user = await tx.user.findUnique({ where: { id: accountId }, select: { username: true } });
-        await announce({ clientId, clientName: client?.clientName ?? clientId, accountId, username: user?.username, grantIds });
-        return grantIds;
+        const [ended] = await endGrants(tx, { accountId, clientId });
+        if (!ended) return [];
+        await announce(ended, context);
+        return ended.grantIds;
       });
     },
   };

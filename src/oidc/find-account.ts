@@ -2,9 +2,13 @@
  * The provider's `findAccount`: a user's claims. The spec's userinfo body is
  * `{username, email, full_name}`; `profile` and `email` add the OIDC standard names.
  *
+ * A disabled user is absent: a login session of theirs authorizes nothing (provider.ts asks
+ * such a session to log in again), and a token of theirs that survived would read nothing.
+ *
  * @see OpenID Connect Core §5.1 (standard claims)
  */
 import type { FindAccount } from 'oidc-provider';
+import { isActive } from '../accounts/user-store.js';
 import type { User } from '../generated/prisma/client.js';
 import type { StoreGuard } from '../store/store-failure.js';
 
@@ -19,7 +23,7 @@ export const CLAIMS = {
 export function createFindAccount(findById: (id: string) => Promise<User | null>, database: StoreGuard): FindAccount {
   return async (_ctx, id) => {
     const user = await database(() => findById(id));
-    if (!user) return undefined;
+    if (!user || !isActive(user)) return undefined;
     return {
       accountId: user.id,
       claims: () => ({

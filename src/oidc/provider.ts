@@ -7,7 +7,7 @@
  *
  * @see https://github.com/panva/node-oidc-provider/blob/main/docs/README.md
  */
-import Provider, { errors } from 'oidc-provider';
+import Provider, { errors, interactionPolicy } from 'oidc-provider';
 import type { Configuration, FindAccount, KoaContextWithOIDC } from 'oidc-provider';
 import type { Config } from '../config.js';
 import type { Keys } from '../store/keys.js';
@@ -35,6 +35,24 @@ const epochTime = () => Math.floor(Date.now() / 1000);
 
 /** A client sees and revokes only tokens issued to it. @see RFC 7009 §2.1, RFC 7662 §4 */
 const ownToken = (_ctx: KoaContextWithOIDC, client: { clientId: string }, token: { clientId?: string }) => token.clientId === client.clientId;
+
+/**
+ * The provider's interaction policy, plus one login check: a login session whose account
+ * `findAccount` no longer finds (the user was disabled or deleted) must sign in again. The
+ * provider itself only asks whether the session names an account at all, and would go on to
+ * consent with no account. With `prompt=none` the client gets `login_required`.
+ * @see OpenID Connect Core §3.1.2.3 (the user must be authenticated), §3.1.2.6 (login_required)
+ */
+function interactionPolicyWithAccountCheck(): interactionPolicy.Prompt[] {
+  const policy = interactionPolicy.base();
+  policy.get('login')!.checks.add(new interactionPolicy.Check(
+    'account_unavailable',
+    'the signed-in account is no longer available',
+    'login_required', // a check added later does not get its prompt's default error
+    (ctx) => Boolean(ctx.oidc.session?.accountId && !ctx.oidc.account),
+  ));
+  return policy;
+}
 
 export function createProvider(deps: ProviderDependencies): Provider {
   const { config, keys } = deps;
@@ -105,7 +123,10 @@ export function createProvider(deps: ProviderDependencies): Provider {
       requestObjectSigningAlgValues: ASYMMETRIC,
       idTokenSigningAlgValues: ASYMMETRIC,
     } as Configuration['enabledJWA'],
-    interactions: { url: (_ctx: KoaContextWithOIDC, interaction) => interactionPath(interaction.uid) },
+    interactions: {
+      policy: interactionPolicyWithAccountCheck(),
+      url: (_ctx: KoaContextWithOIDC, interaction) => interactionPath(interaction.uid),
+    },
     features: {
       devInteractions: { enabled: false },
       userinfo: { enabled: true },

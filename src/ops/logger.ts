@@ -24,7 +24,7 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
  * request body someone logs at debug): passwords, client secrets, codes, tokens, cookies and
  * Authorization headers. pino replaces their values with "[Redacted]".
  */
-const SECRET_FIELDS = [
+export const SECRET_FIELDS: readonly string[] = [
   'password', 'client_secret', 'clientSecret', 'code', 'code_verifier', 'access_token', 'refresh_token',
   'id_token', 'token', 'authorization', 'cookie', 'set-cookie', 'secret', 'signing_secret',
 ];

@@ -1,7 +1,7 @@
 /**
  * Deletes expired provider models (codes, access and refresh tokens, grants) from
- * `oidc_models`, and finished webhook deliveries older than {@link DELIVERY_LOG_DAYS} days, so
- * storage does not grow without end. Expired rows already read as absent
+ * `oidc_models`, finished webhook deliveries older than {@link DELIVERY_LOG_DAYS} days, and
+ * audit rows older than AUDIT_RETENTION_DAYS, so storage does not grow without end. Expired rows already read as absent
  * (postgres-adapter.ts); this only reclaims their space.
  *
  * Bounded: a pass deletes at most `batchSize` × `batchesPerPass` rows, one short transaction
@@ -10,8 +10,11 @@
  * and never wait on each other or on a request. `expires_at` is `timestamptz`, so comparing
  * it with `now()` does not depend on the session's time zone.
  *
- * @example const cleanup = startCleanup(db.prisma, { log }); … await cleanup.stop();
+ * The two logs (deliveries, audit) are swept the same way by `created_at` (their own indexes).
+ *
+ * @example const cleanup = startCleanup(db.prisma, { auditRetentionDays: 90, log }); … await cleanup.stop();
  */
+import { Prisma } from '../generated/prisma/client.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 
 export interface CleanupOptions {
@@ -52,16 +55,26 @@ export function deleteExpired(prisma: PrismaClient, options: CleanupOptions = {}
       FOR UPDATE SKIP LOCKED)`);
 }
 
-/** One bounded pass over the webhook delivery log; resolves to the number of rows deleted. */
-export function deleteOldDeliveries(prisma: PrismaClient, options: CleanupOptions & { days?: number } = {}): Promise<number> {
-  const days = options.days ?? DELIVERY_LOG_DAYS;
+/** One bounded pass over the rows of a log older than `days` (and matching `where`), oldest first. */
+function deleteOlderThan(prisma: PrismaClient, log: 'webhook_deliveries' | 'audit_events', days: number, where: Prisma.Sql, options: CleanupOptions): Promise<number> {
+  const table = Prisma.raw(log);
   return boundedPass(options, (limit) => prisma.$executeRaw`
-    DELETE FROM webhook_deliveries WHERE id IN (
-      SELECT id FROM webhook_deliveries
-      WHERE created_at < now() - make_interval(days => ${days}::int) AND status <> 'pending'
+    DELETE FROM ${table} WHERE id IN (
+      SELECT id FROM ${table}
+      WHERE created_at < now() - make_interval(days => ${days}::int) AND ${where}
       ORDER BY created_at
       LIMIT ${limit}
       FOR UPDATE SKIP LOCKED)`);
+}
+
+/** One bounded pass over the webhook delivery log; resolves to the number of rows deleted. */
+export function deleteOldDeliveries(prisma: PrismaClient, options: CleanupOptions & { days?: number } = {}): Promise<number> {
+  return deleteOlderThan(prisma, 'webhook_deliveries', options.days ?? DELIVERY_LOG_DAYS, Prisma.sql`status <> 'pending'`, options);
+}
+
+/** One bounded pass over the audit trail: rows older than `days` (AUDIT_RETENTION_DAYS); resolves to the number deleted. */
+export function deleteOldAuditEvents(prisma: PrismaClient, options: CleanupOptions & { days: number }): Promise<number> {
+  return deleteOlderThan(prisma, 'audit_events', options.days, Prisma.sql`true`, options);
 }
 
 export interface Cleanup {
@@ -70,13 +83,13 @@ export interface Cleanup {
 }
 
 /**
- * Runs {@link deleteExpired} and {@link deleteOldDeliveries} every `intervalMs` (the next pass is scheduled when the previous
- * one ends, so passes never overlap). A failed pass (say, the database is down) is logged and
- * the next one runs on schedule.
+ * Runs {@link deleteExpired}, {@link deleteOldDeliveries} and {@link deleteOldAuditEvents} every
+ * `intervalMs` (the next pass is scheduled when the previous one ends, so passes never overlap).
+ * A failed pass (say, the database is down) is logged and the next one runs on schedule.
  */
 export function startCleanup(
   prisma: PrismaClient,
-  options: CleanupOptions & { intervalMs?: number; log: (error: unknown) => void },
+  options: CleanupOptions & { intervalMs?: number; auditRetentionDays: number; log: (error: unknown) => void },
 ): Cleanup {
   const { intervalMs = CLEANUP_DEFAULTS.intervalMs, log } = options;
   let timer: NodeJS.Timeout | undefined;
@@ -89,6 +102,7 @@ export function startCleanup(
       const pass = async () => {
         await deleteExpired(prisma, options);
         await deleteOldDeliveries(prisma, options);
+        await deleteOldAuditEvents(prisma, { ...options, days: options.auditRetentionDays });
       };
       running = pass().then(() => undefined, log).finally(() => {
         running = undefined;

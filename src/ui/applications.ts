@@ -10,14 +10,16 @@
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { ServiceError } from '../errors.js';
-import type { LoginGuard } from '../accounts/login-guard.js';
+import { isActive } from '../accounts/user-store.js';
 import type { User } from '../accounts/user-store.js';
+import { userActor } from '../audit/audit-events.js';
+import { requestContext } from '../audit/request-context.js';
 import type { AuthorizedApps } from '../oidc/authorized-apps.js';
 import type { LoginSessions } from '../oidc/login-session.js';
 import { checkCsrf, csrfToken } from './csrf.js';
 import { field } from './form.js';
 import { signIn } from './sign-in.js';
-import type { Authenticate } from './sign-in.js';
+import type { SignInDependencies } from './sign-in.js';
 import type { Views } from './views.js';
 
 export const APPLICATIONS_PATH = '/api/applications.php';
@@ -28,9 +30,8 @@ export const PAGE_SESSION_SECONDS = 10 * 60;
 export interface ApplicationsDependencies {
   apps: AuthorizedApps;
   findUser: (id: string) => Promise<User | null>;
-  /** The page's password check, behind the same brute-force guard as the login page. */
-  authenticate: Authenticate;
-  guard: LoginGuard;
+  /** The page's password check, behind the same brute-force guard as the login page, audited alike. */
+  signIn: SignInDependencies;
   loginSessions: LoginSessions;
   views: Views;
   body: Middleware;
@@ -53,7 +54,8 @@ export function applicationsRoutes(deps: ApplicationsDependencies): Router {
     const [accountId, expires] = (ctx.cookies.get(cookieName, { signed: true }) ?? '').split('~');
     const own = accountId && Number(expires) > Date.now() / 1000 ? accountId : undefined;
     const id = own ?? await deps.loginSessions.accountId(ctx);
-    return (id && await deps.findUser(id)) || undefined;
+    const user = id ? await deps.findUser(id) : null;
+    return user && isActive(user) ? user : undefined; // a disabled user is signed out everywhere
   }
 
   function signInPage(ctx: Context, locals: { username?: string; error?: string } = {}, status = 200) {
@@ -81,7 +83,7 @@ export function applicationsRoutes(deps: ApplicationsDependencies): Router {
     const action = field(ctx, 'action');
     if (action === 'sign_in') {
       const username = field(ctx, 'username');
-      const outcome = await signIn(ctx, deps.guard, deps.authenticate, username, field(ctx, 'password'));
+      const outcome = await signIn(ctx, deps.signIn, { page: 'applications' }, username, field(ctx, 'password'));
       if (!outcome.user) return signInPage(ctx, { username, error: outcome.error }, outcome.status);
       const { user } = outcome;
       ctx.cookies.set(cookieName, `${user.id}~${Math.floor(Date.now() / 1000) + PAGE_SESSION_SECONDS}`, cookieOptions(ctx));
@@ -97,7 +99,7 @@ export function applicationsRoutes(deps: ApplicationsDependencies): Router {
     if (!user) return signInPage(ctx, { error: 'Your sign-in has ended. Sign in again to revoke access.' }, 401);
     const clientId = field(ctx, 'client_id');
     if (clientId === '') throw new ServiceError('invalid_request', 'No application was chosen.');
-    const grantIds = await deps.apps.revoke(user.id, clientId);
+    const grantIds = await deps.apps.revoke(user.id, clientId, requestContext(ctx, userActor(user.id)));
     if (grantIds.length === 0) {
       throw new ServiceError('not_found', 'That application has no access to your account (it may have been revoked already).');
     }

@@ -12,6 +12,9 @@ import type { InteractionResults } from 'oidc-provider';
 import { ServiceError } from '../errors.js';
 import type { UserStore } from '../accounts/user-store.js';
 import type { LoginGuard } from '../accounts/login-guard.js';
+import { ANONYMOUS, userActor } from '../audit/audit-events.js';
+import type { AuditLog } from '../audit/audit-log.js';
+import { requestContext } from '../audit/request-context.js';
 import { checkCsrf, csrfToken } from './csrf.js';
 import { field } from './form.js';
 import { signIn } from './sign-in.js';
@@ -22,6 +25,8 @@ export interface InteractionDependencies {
   users: UserStore;
   /** Brute-force protection of the login form. */
   guard: LoginGuard;
+  /** Sign-ins and consent decisions are audited (`login.*`, `consent.granted`, `consent.denied`). */
+  audit: AuditLog;
   views: Views;
   body: Middleware;
   /** Told of each refusal (webhooks: authorization.denied; approvals are the provider's event). */
@@ -35,7 +40,7 @@ export interface AuthorizationDenial {
   accountId: string | undefined;
 }
 
-export function interactionRoutes({ provider, users, guard, views, body, onDenied }: InteractionDependencies): Router {
+export function interactionRoutes({ provider, users, guard, audit, views, body, onDenied }: InteractionDependencies): Router {
   const router = new Router({ prefix: '/interaction/:uid' });
 
   async function details(ctx: Context, expected?: 'login' | 'consent') {
@@ -72,7 +77,8 @@ export function interactionRoutes({ provider, users, guard, views, body, onDenie
     const { interaction, clientName } = await details(ctx, 'login');
     const username = field(ctx, 'username');
     const password = field(ctx, 'password');
-    const outcome = await signIn(ctx, guard, users.authenticate, username, password);
+    const place = { page: 'login', clientId: String(interaction.params.client_id) } as const;
+    const outcome = await signIn(ctx, { guard, users, audit }, place, username, password);
     if (outcome.user) return finish(ctx, { login: { accountId: outcome.user.id } }, false);
     return loginPage(ctx, { uid: interaction.uid, clientName, username, error: outcome.error }, outcome.status);
   });
@@ -91,6 +97,8 @@ export function interactionRoutes({ provider, users, guard, views, body, onDenie
       grant.addResourceScope(indicator, scopes.join(' '));
     }
     const savedGrantId = await grant.save();
+    const fields = { user: grant.accountId, client: grant.clientId, detail: { scope: grant.getOIDCScope() } };
+    await audit.record('consent.granted', fields, requestContext(ctx, userActor(grant.accountId!)));
     await finish(ctx, { consent: { grantId: savedGrantId } }, true);
   });
 
@@ -98,7 +106,11 @@ export function interactionRoutes({ provider, users, guard, views, body, onDenie
   router.post('/abort', body, async (ctx) => {
     checkCsrf(ctx);
     const { interaction, clientName } = await details(ctx);
-    await onDenied({ clientId: String(interaction.params.client_id), clientName, accountId: interaction.session?.accountId });
+    const clientId = String(interaction.params.client_id);
+    const accountId = interaction.session?.accountId;
+    await onDenied({ clientId, clientName, accountId });
+    const fields = { user: accountId, client: clientId, detail: { prompt: interaction.prompt.name } };
+    await audit.record('consent.denied', fields, requestContext(ctx, accountId ? userActor(accountId) : ANONYMOUS));
     await finish(ctx, { error: 'access_denied', error_description: 'the user denied the request' }, false);
   });
 

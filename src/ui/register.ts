@@ -7,6 +7,8 @@
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { ServiceError } from '../errors.js';
+import { ANONYMOUS } from '../audit/audit-events.js';
+import { requestContext } from '../audit/request-context.js';
 import type { ClientStore } from '../clients/client-store.js';
 import { ClientInputError } from '../clients/client-store.js';
 import { checkCsrf, csrfToken } from './csrf.js';
@@ -34,7 +36,7 @@ export function registerRoutes({ clients, views, body }: { clients: ClientStore;
     const input = { clientName: field(ctx, 'client_name'), redirectUri: field(ctx, 'redirect_uri') };
     let registered;
     try {
-      registered = await clients.register(input);
+      registered = await clients.register(input, requestContext(ctx, ANONYMOUS));
     } catch (error) {
       if (!(error instanceof ClientInputError)) throw error;
       if (json) throw new ServiceError('invalid_request', error.message);

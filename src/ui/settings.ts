@@ -9,6 +9,8 @@ import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { ServiceError } from '../errors.js';
 import type { Client } from '../generated/prisma/client.js';
+import { clientActor } from '../audit/audit-events.js';
+import { requestContext } from '../audit/request-context.js';
 import { authenticateClient } from '../clients/client-auth.js';
 import type { ClientSettings } from '../clients/client-settings.js';
 import { ClientInputError } from '../clients/client-store.js';
@@ -89,6 +91,7 @@ export function settingsRoutes(deps: SettingsDependencies): Router {
     }
     const client = await readSettingsSession(ctx, deps.findClient, clock());
     if (!client) return signInPage(ctx, { error: 'Your settings session has ended (it lasts 15 minutes and ends when the secret is rotated). Sign in again.' }, 401);
+    const context = requestContext(ctx, clientActor(client.clientId));
 
     try {
       switch (action) {
@@ -96,21 +99,21 @@ export function settingsRoutes(deps: SettingsDependencies): Router {
           endSettingsSession(ctx);
           return signInPage(ctx, { notice: 'Signed out.' });
         case 'update_client': {
-          const { changed } = await deps.settings.update(client.clientId, { clientName: field(ctx, 'client_name'), redirectUri: field(ctx, 'redirect_uri') });
+          const { changed } = await deps.settings.update(client.clientId, { clientName: field(ctx, 'client_name'), redirectUri: field(ctx, 'redirect_uri') }, context);
           return back(changed.length ? 'saved' : 'unchanged');
         }
         case 'rotate_secret': {
-          const rotated = await deps.settings.rotateSecret(client.clientId);
+          const rotated = await deps.settings.rotateSecret(client.clientId, context);
           startSettingsSession(ctx, rotated.client, clock()); // this browser stays signed in; others end
           return await settingsPage(ctx, rotated.client, { newClientSecret: rotated.clientSecret });
         }
         case 'add_webhook': {
           const events = eventsField(ctx);
-          const { endpoint, secret } = await webhooks.addEndpoint(client.clientId, { url: field(ctx, 'url'), events });
+          const { endpoint, secret } = await webhooks.addEndpoint(client.clientId, { url: field(ctx, 'url'), events }, context);
           return await settingsPage(ctx, client, { newWebhook: { url: endpoint.url, secret } }, 201);
         }
         case 'delete_webhook':
-          if (!await webhooks.store.remove(client.clientId, id)) throw new ServiceError('not_found', 'This application has no webhook endpoint with that id.');
+          if (!await webhooks.removeEndpoint(client.clientId, id, context)) throw new ServiceError('not_found', 'This application has no webhook endpoint with that id.');
           return back('deleted');
         case 'enable_webhook':
         case 'disable_webhook':

@@ -1,18 +1,33 @@
 /**
  * One username + password check for every sign-in form (the login page of the flow and the
  * applications page), behind the brute-force guard: the same messages, statuses and
- * `Retry-After` wherever a user signs in.
+ * `Retry-After` wherever a user signs in. An unknown user, a wrong password and a disabled user
+ * all read "Incorrect username or password." (OWASP Authentication Cheat Sheet, "Authentication
+ * and Error Messages"); only the audit trail tells them apart (`login.failed`, `detail.reason`).
  *
- * @example const outcome = await signIn(ctx, guard, users.authenticate, username, password);
+ * @example const outcome = await signIn(ctx, { guard, users, audit }, { page: 'login', clientId }, username, password);
  */
 import type { Context } from 'koa';
 import type { LoginGuard } from '../accounts/login-guard.js';
-import type { User } from '../accounts/user-store.js';
+import type { LoginCheck, User, UserStore } from '../accounts/user-store.js';
+import { ANONYMOUS, userActor } from '../audit/audit-events.js';
+import type { AuditLog } from '../audit/audit-log.js';
+import { requestContext } from '../audit/request-context.js';
 import { clientAddress } from '../http/client-address.js';
 
 const WRONG_CREDENTIALS = 'Incorrect username or password.';
 
-export type Authenticate = (username: string, password: string) => Promise<User | undefined>;
+export interface SignInDependencies {
+  guard: LoginGuard;
+  users: Pick<UserStore, 'checkLogin' | 'findByUsername'>;
+  audit: AuditLog;
+}
+
+/** Where a sign-in happens, for the audit trail: the page, and on the login page the client being authorized. */
+export interface SignInPlace {
+  page: 'login' | 'applications';
+  clientId?: string;
+}
 
 /** The signed-in user, or what the form should say and with which status. */
 export type SignInOutcome =
@@ -27,14 +42,30 @@ export function waitText(seconds: number): string {
 
 const tooManyFailures = (seconds: number) => `Too many failed sign-in attempts. Try again in ${waitText(seconds)}.`;
 
-/** Checks the password unless the guard blocks; a block answers 429 with `Retry-After`. */
-export async function signIn(ctx: Context, guard: LoginGuard, authenticate: Authenticate, username: string, password: string): Promise<SignInOutcome> {
-  const result = await guard.attempt(username, clientAddress(ctx), () => authenticate(username, password));
-  if (result.outcome === 'success') return { user: result.value };
+/**
+ * Checks the password unless the guard blocks; a block answers 429 with `Retry-After`. Each
+ * attempt is audited. The typed username is kept only when it names a user: a name that names
+ * nobody may be a password typed into the wrong field (README "Decisions").
+ */
+export async function signIn(ctx: Context, deps: SignInDependencies, place: SignInPlace, username: string, password: string): Promise<SignInOutcome> {
+  const seen: { check?: LoginCheck } = {};
+  const result = await deps.guard.attempt(username, clientAddress(ctx), async () => {
+    const check = seen.check = await deps.users.checkLogin(username, password);
+    return check.outcome === 'accepted' ? check.user : undefined;
+  });
+  const { check } = seen;
+  const named = result.outcome === 'blocked' ? await deps.users.findByUsername(username) : check && 'user' in check ? check.user : undefined;
+  const fields = { user: named?.id, client: place.clientId, detail: { page: place.page, ...(named ? { username: named.username } : {}) } };
+  if (result.outcome === 'success') {
+    await deps.audit.record('login.succeeded', fields, requestContext(ctx, userActor(result.value.id)));
+    return { user: result.value };
+  }
   if (result.outcome === 'blocked') {
+    await deps.audit.record('login.blocked', { ...fields, detail: { ...fields.detail, retry_after: result.retryAfter } }, requestContext(ctx, ANONYMOUS));
     ctx.set('Retry-After', String(result.retryAfter));
     return { status: 429, error: tooManyFailures(result.retryAfter) };
   }
+  await deps.audit.record('login.failed', { ...fields, detail: { ...fields.detail, reason: check?.outcome } }, requestContext(ctx, ANONYMOUS));
   if (result.retryAfter !== undefined) {
     ctx.set('Retry-After', String(result.retryAfter));
     return { status: 429, error: `${WRONG_CREDENTIALS} ${tooManyFailures(result.retryAfter)}` };

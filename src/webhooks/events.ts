@@ -25,7 +25,7 @@ export const EVENT_CATALOGUE = {
     data: ['client_id', 'client_name', 'username', 'grant_id', 'scope'],
   },
   'token.revoked': {
-    when: 'a token or grant is revoked: RFC 7009 revocation, refresh-token reuse, code replay, a user revoking the application',
+    when: 'a token or grant is revoked: RFC 7009 revocation, refresh-token reuse, code replay, a user revoking the application, an operator',
     data: ['client_id', 'client_name', 'username?', 'grant_id', 'token_type', 'reason'],
   },
   'client.updated': {
@@ -50,8 +50,11 @@ export function isEventType(value: unknown): value is EventType {
   return typeof value === 'string' && Object.hasOwn(EVENT_CATALOGUE, value);
 }
 
-/** Why a token.revoked event was raised. */
-export type RevocationReason = 'revocation_request' | 'refresh_token_reuse' | 'code_replay' | 'user_revoked' | 'grant_revoked';
+/**
+ * Why a token.revoked event was raised. `admin_revoked`: an operator ended the grant (the CLI's
+ * tokens:revoke, or the user was disabled or deleted).
+ */
+export type RevocationReason = 'revocation_request' | 'refresh_token_reuse' | 'code_replay' | 'user_revoked' | 'grant_revoked' | 'admin_revoked';
 
 /** What every event's `data` holds; the rest depends on the type (see the catalogue). */
 export interface EventData {

@@ -16,13 +16,12 @@
  *
  * Provider events are synchronous notifications; `settle` (mounted in front of the provider)
  * holds the response until the outbox rows are written, so a client never sees a token whose
- * event could still be lost.
+ * event could still be lost (oidc/event-work.ts).
  */
-import type http from 'node:http';
 import type { Middleware } from 'koa';
 import Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
-import type { RevocationReason } from './events.js';
+import { eventWork, grantRevocationReason } from '../oidc/event-work.js';
 import type { Raise } from './webhook-service.js';
 
 export interface ProviderEventDependencies {
@@ -39,15 +38,7 @@ function client(ctx: KoaContextWithOIDC) {
 }
 
 export function providerEvents({ provider, raise, log }: ProviderEventDependencies): { settle: Middleware } {
-  const pending = new WeakMap<http.IncomingMessage, Promise<void>[]>();
-
-  function track(ctx: KoaContextWithOIDC | undefined, work: () => Promise<void>) {
-    const promise = work().catch((error) => { log(error); });
-    if (!ctx) return;
-    const list = pending.get(ctx.req) ?? [];
-    list.push(promise);
-    pending.set(ctx.req, list);
-  }
+  const { track, settle } = eventWork(log);
 
   // Every approval: after the consent page, and when an existing grant already covers the
   // request (the user is not asked again, but the request is approved all the same).
@@ -75,9 +66,6 @@ export function providerEvents({ provider, raise, log }: ProviderEventDependenci
 
   provider.on('grant.revoked', (ctx, grantId) => track(ctx, async () => {
     if (ctx.oidc.route === 'revocation' || !ctx.oidc.client) return; // raised from `destroyed` below
-    const grantType = ctx.oidc.params?.grant_type;
-    const reason: RevocationReason = grantType === 'authorization_code' ? 'code_replay'
-      : grantType === 'refresh_token' ? 'refresh_token_reuse' : 'grant_revoked';
     const entities = ctx.oidc.entities as unknown as Entities;
     await raise('token.revoked', {
       ...client(ctx),
@@ -85,7 +73,7 @@ export function providerEvents({ provider, raise, log }: ProviderEventDependenci
       account_id: entities.RefreshToken?.accountId ?? entities.Grant?.accountId,
       grant_id: grantId,
       token_type: 'grant',
-      reason,
+      reason: grantRevocationReason(ctx),
     });
   }));
 
@@ -103,14 +91,5 @@ export function providerEvents({ provider, raise, log }: ProviderEventDependenci
   provider.on('access_token.destroyed', revoked('access_token'));
   provider.on('refresh_token.destroyed', revoked('refresh_token'));
 
-  return {
-    async settle(ctx, next) {
-      await next();
-      const list = pending.get(ctx.req);
-      if (list) {
-        pending.delete(ctx.req);
-        await Promise.all(list);
-      }
-    },
-  };
+  return { settle };
 }

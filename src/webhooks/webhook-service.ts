@@ -7,6 +7,8 @@
  *          await webhooks.raise('token.issued', { client_id, client_name, account_id, grant_id, scope });
  */
 import type { PrismaClient } from '../generated/prisma/client.js';
+import { clientActor } from '../audit/audit-events.js';
+import type { AuditContext, AuditLog } from '../audit/audit-log.js';
 import type { Write } from '../store/write-batch.js';
 import { createDeliveryWorker } from './delivery.js';
 import type { DeliveryWorker } from './delivery.js';
@@ -45,12 +47,19 @@ export interface WebhookService {
   /**
    * Runs `change` in one transaction with the events it raises; wakes the worker after commit.
    * Inside it, raise with `username` rather than `account_id`: resolving an account reads outside
-   * the transaction, which waits on it where there is one connection (PGlite).
+   * the transaction, which waits on it where there is one connection (PGlite). Each client's
+   * subscribers are read once per transaction. `timeoutMs`: how long the transaction may take
+   * (Prisma's default, 5 s, unless given: an operator ending thousands of grants needs more).
    */
-  withEvents<T>(change: (tx: Writer, raise: Raise) => Promise<T>): Promise<T>;
+  withEvents<T>(change: (tx: Writer, raise: Raise) => Promise<T>, options?: { timeoutMs?: number }): Promise<T>;
   readonly store: WebhookStore;
-  /** Validates and adds an endpoint; the signing secret is returned this once. */
-  addEndpoint(clientId: string, input: { url: unknown; events: unknown }): Promise<{ endpoint: WebhookEndpoint; secret: string }>;
+  /**
+   * Validates and adds an endpoint; the signing secret is returned this once. Audited
+   * (`webhook.endpoint_added`) in the same transaction; `context` defaults to the client acting.
+   */
+  addEndpoint(clientId: string, input: { url: unknown; events: unknown }, context?: AuditContext): Promise<{ endpoint: WebhookEndpoint; secret: string }>;
+  /** Removes an endpoint and its delivery log (`webhook.endpoint_removed`); false when the client has no such endpoint. */
+  removeEndpoint(clientId: string, endpointId: string, context?: AuditContext): Promise<boolean>;
   /** Sends `webhook.test` to one endpoint; undefined when the client has no such endpoint. */
   sendTest(client: { clientId: string; clientName: string }, endpointId: string): Promise<{ eventId: string; messageId: string } | undefined>;
   deliveries(clientId: string, endpointId?: string, limit?: number): Promise<(WebhookDelivery & { endpoint: { url: string } })[]>;
@@ -65,6 +74,8 @@ export interface WebhookDependencies {
   retryBaseMs: number;
   usernameOf: (accountId: string) => Promise<string | undefined>;
   log: (error: unknown) => void;
+  /** Where endpoint changes are audited. */
+  audit: AuditLog;
   /**
    * Whether the client has an enabled endpoint, when the current request already knows (read
    * with the client, store/hot-reads.ts): none, and raising an event costs nothing; some, and
@@ -102,6 +113,14 @@ export function createWebhookService(deps: WebhookDependencies): WebhookService 
     ...(deps.pollMs ? { pollMs: deps.pollMs } : {}),
   });
 
+  /** Recipients of `type` for the client, read once per `seen` (one transaction). */
+  type Subscribers = Map<string, Promise<{ id: string }[]>>;
+  function subscribers(writer: Writer, seen: Subscribers, clientId: string, type: EventType) {
+    const key = `${clientId}\0${type}`;
+    if (!seen.has(key)) seen.set(key, recipients(writer, clientId, type));
+    return seen.get(key)!;
+  }
+
   /** The event as sent, created `now`: an `account_id` is turned into `username`, never sent. */
   async function eventOf(type: EventType, data: RaiseData, now: Date): Promise<WebhookEvent> {
     const { account_id: accountId, username: given, ...rest } = data;
@@ -110,10 +129,11 @@ export function createWebhookService(deps: WebhookDependencies): WebhookService 
   }
 
   /** Writes the event's messages; answers the event and their ids (none when nobody subscribes). */
-  async function write(writer: Writer, type: EventType, data: RaiseData, endpointId?: string): Promise<{ event?: WebhookEvent; messages: number; messageIds?: string[] }> {
+  async function write(writer: Writer, type: EventType, data: RaiseData, endpointId?: string, seen?: Subscribers): Promise<{ event?: WebhookEvent; messages: number; messageIds?: string[] }> {
     const known = endpointId ? undefined : deps.clientHasWebhooks?.(data.client_id);
     if (known === false) return { messages: 0 };
-    const endpoints = known ? undefined : await recipients(writer, data.client_id, type, endpointId);
+    const endpoints = known ? undefined
+      : await (seen && !endpointId ? subscribers(writer, seen, data.client_id, type) : recipients(writer, data.client_id, type, endpointId));
     if (endpoints?.length === 0) return { messages: 0 };
     const now = clock();
     const event = await eventOf(type, data, now);
@@ -135,15 +155,16 @@ export function createWebhookService(deps: WebhookDependencies): WebhookService 
       }
       wakeFor((await write(prisma, type, data)).messages);
     },
-    async withEvents(change) {
+    async withEvents(change, options = {}) {
       let raised = 0;
+      const seen: Subscribers = new Map();
       const result = await prisma.$transaction(async (tx) => change(tx, async (type, data) => {
-        raised += (await write(tx, type, data)).messages;
-      }));
+        raised += (await write(tx, type, data, undefined, seen)).messages;
+      }), options.timeoutMs === undefined ? undefined : { timeout: options.timeoutMs });
       if (raised) worker.wake();
       return result;
     },
-    async addEndpoint(clientId, input) {
+    async addEndpoint(clientId, input, context = { actor: clientActor(clientId) }) {
       if (typeof input.url !== 'string' || input.url.trim() === '') throw new WebhookInputError('url is required');
       const url = input.url.trim();
       const events = validEvents(input.events);
@@ -151,7 +172,21 @@ export function createWebhookService(deps: WebhookDependencies): WebhookService 
       if (problem) throw new WebhookInputError(problem);
       if (await store.count(clientId) >= MAX_ENDPOINTS) throw new WebhookInputError(`a client may have at most ${MAX_ENDPOINTS} webhook endpoints`);
       const secret = generateSigningSecret();
-      return { endpoint: await store.create({ clientId, url, events, secret }), secret };
+      const endpoint = await deps.audit.within((write) => prisma.$transaction(async (tx) => {
+        const added = await store.create({ clientId, url, events, secret }, tx);
+        // The URL's origin only: a webhook URL may carry a capability in its path or query.
+        const detail = { webhook_id: added.id, url_origin: new URL(url).origin, events };
+        await write(tx, 'webhook.endpoint_added', { client: clientId, detail }, context);
+        return added;
+      }));
+      return { endpoint, secret };
+    },
+    removeEndpoint(clientId, endpointId, context = { actor: clientActor(clientId) }) {
+      return deps.audit.within((write) => prisma.$transaction(async (tx) => {
+        const removed = await store.remove(clientId, endpointId, tx);
+        if (removed) await write(tx, 'webhook.endpoint_removed', { client: clientId, detail: { webhook_id: endpointId } }, context);
+        return removed;
+      }));
     },
     async sendTest(client, endpointId) {
       const endpoint = await store.find(client.clientId, endpointId);

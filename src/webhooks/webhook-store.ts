@@ -5,7 +5,7 @@
  * @example const endpoints = await store.list(clientId);
  */
 import { randomBytes } from 'node:crypto';
-import type { PrismaClient, WebhookDelivery, WebhookEndpoint } from '../generated/prisma/client.js';
+import type { Prisma, PrismaClient, WebhookDelivery, WebhookEndpoint } from '../generated/prisma/client.js';
 
 export type { WebhookDelivery, WebhookEndpoint };
 
@@ -20,13 +20,26 @@ export interface WebhookStore {
   list(clientId: string): Promise<WebhookEndpoint[]>;
   find(clientId: string, id: string): Promise<WebhookEndpoint | null>;
   count(clientId: string): Promise<number>;
-  create(endpoint: { clientId: string; url: string; events: string[]; secret: string }): Promise<WebhookEndpoint>;
+  /** `writer`: an open transaction to write in (default: on its own). */
+  create(endpoint: { clientId: string; url: string; events: string[]; secret: string }, writer?: Prisma.TransactionClient): Promise<WebhookEndpoint>;
   /** False when the client has no such endpoint. Its deliveries go with it. */
-  remove(clientId: string, id: string): Promise<boolean>;
+  remove(clientId: string, id: string, writer?: Prisma.TransactionClient): Promise<boolean>;
   /** Enables, or disables and cancels what is pending. False when the client has no such endpoint. */
   setEnabled(clientId: string, id: string, enabled: boolean, reason?: string): Promise<boolean>;
   /** The newest deliveries of one endpoint, or of all the client's endpoints. */
   deliveries(clientId: string, options: { endpointId?: string; limit: number }): Promise<(WebhookDelivery & { endpoint: { url: string } })[]>;
+}
+
+/** An endpoint as the API and the CLI show it (never its signing secret). */
+export function endpointView(endpoint: WebhookEndpoint) {
+  return {
+    id: endpoint.id,
+    url: endpoint.url,
+    events: endpoint.events,
+    enabled: endpoint.enabled,
+    disabled_reason: endpoint.disabledReason,
+    created_at: endpoint.createdAt.toISOString(),
+  };
 }
 
 /** Ids are ours (`ep_…`); anything else names nothing and need not reach the database. */
@@ -37,10 +50,10 @@ export function createWebhookStore(prisma: PrismaClient): WebhookStore {
     list: (clientId) => prisma.webhookEndpoint.findMany({ where: { clientId }, orderBy: { createdAt: 'asc' } }),
     find: async (clientId, id) => (wellFormed(id) ? prisma.webhookEndpoint.findFirst({ where: { clientId, id } }) : null),
     count: (clientId) => prisma.webhookEndpoint.count({ where: { clientId } }),
-    create: (endpoint) => prisma.webhookEndpoint.create({ data: { id: newEndpointId(), ...endpoint } }),
-    async remove(clientId, id) {
+    create: (endpoint, writer = prisma) => writer.webhookEndpoint.create({ data: { id: newEndpointId(), ...endpoint } }),
+    async remove(clientId, id, writer = prisma) {
       if (!wellFormed(id)) return false;
-      const { count } = await prisma.webhookEndpoint.deleteMany({ where: { clientId, id } });
+      const { count } = await writer.webhookEndpoint.deleteMany({ where: { clientId, id } });
       return count === 1;
     },
     async setEnabled(clientId, id, enabled, reason) {

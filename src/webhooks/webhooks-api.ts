@@ -17,10 +17,13 @@ import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { ServiceError } from '../errors.js';
 import type { Client } from '../generated/prisma/client.js';
+import { clientActor } from '../audit/audit-events.js';
+import { requestContext } from '../audit/request-context.js';
 import { authenticateClient, basicCredentials } from '../clients/client-auth.js';
 import type { WebhookService } from './webhook-service.js';
 import { WebhookInputError } from './webhook-service.js';
-import type { WebhookDelivery, WebhookEndpoint } from './webhook-store.js';
+import { endpointView } from './webhook-store.js';
+import type { WebhookDelivery } from './webhook-store.js';
 
 export const WEBHOOKS_PATH = '/api/webhooks.php';
 
@@ -28,17 +31,6 @@ export interface WebhooksApiDependencies {
   findClient: (clientId: string) => Promise<Client | null>;
   webhooks: WebhookService;
   body: Middleware;
-}
-
-export function endpointView(endpoint: WebhookEndpoint) {
-  return {
-    id: endpoint.id,
-    url: endpoint.url,
-    events: endpoint.events,
-    enabled: endpoint.enabled,
-    disabled_reason: endpoint.disabledReason,
-    created_at: endpoint.createdAt.toISOString(),
-  };
 }
 
 export function deliveryView(delivery: WebhookDelivery) {
@@ -128,7 +120,7 @@ export function webhooksApi({ findClient, webhooks, body }: WebhooksApiDependenc
       const input = (ctx.request as { body?: unknown }).body;
       if (!input || typeof input !== 'object' || Array.isArray(input)) throw new ServiceError('invalid_request', 'the body must be a JSON object {url, events}');
       const { url, events } = input as Record<string, unknown>;
-      const { endpoint, secret } = await webhooks.addEndpoint(client.clientId, { url, events });
+      const { endpoint, secret } = await webhooks.addEndpoint(client.clientId, { url, events }, requestContext(ctx, clientActor(client.clientId)));
       ctx.status = 201;
       ctx.body = { ...endpointView(endpoint), secret };
       return;
@@ -153,7 +145,7 @@ export function webhooksApi({ findClient, webhooks, body }: WebhooksApiDependenc
     const client = await authenticate(ctx);
     const id = query(ctx, 'id');
     if (!id) throw new ServiceError('invalid_request', "missing required parameter 'id'");
-    if (!await webhooks.store.remove(client.clientId, id)) throw notFound();
+    if (!await webhooks.removeEndpoint(client.clientId, id, requestContext(ctx, clientActor(client.clientId)))) throw notFound();
     ctx.status = 204;
   }));
 

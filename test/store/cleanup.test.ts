@@ -2,11 +2,12 @@
  * The expiry cleanup: a pass deletes expired provider rows in bounded batches, oldest first,
  * and keeps everything unexpired; concurrent passes (several instances) split the work; the
  * periodic job runs until stopped. Finished webhook deliveries leave the delivery log after
- * DELIVERY_LOG_DAYS; pending ones stay. Redis needs no job: every key the app writes expires.
+ * DELIVERY_LOG_DAYS; pending ones stay. Audit rows leave after AUDIT_RETENTION_DAYS. Redis needs
+ * no job: every key the app writes expires.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
 import type { PrismaClient } from '../../src/generated/prisma/client.js';
-import { DELIVERY_LOG_DAYS, deleteExpired, deleteOldDeliveries, startCleanup } from '../../src/store/cleanup.js';
+import { DELIVERY_LOG_DAYS, deleteExpired, deleteOldAuditEvents, deleteOldDeliveries, startCleanup } from '../../src/store/cleanup.js';
 import { Redis } from 'ioredis';
 import { openTestDatabase } from '../helpers/databases.js';
 import type { StoreKind, TestStore } from '../helpers/databases.js';
@@ -63,7 +64,7 @@ describe.each<StoreKind>(['postgres', 'embedded'])('deleteExpired (%s)', (kind) 
     const { prisma } = store.db;
     const errors: unknown[] = [];
     await insertRows(prisma, 'AccessToken', 30, Date.now() - HOUR);
-    const job = startCleanup(prisma, { intervalMs: 50, batchSize: 10, batchesPerPass: 1, log: (error) => errors.push(error) });
+    const job = startCleanup(prisma, { intervalMs: 50, batchSize: 10, batchesPerPass: 1, auditRetentionDays: 90, log: (error) => errors.push(error) });
     const deadline = Date.now() + 20_000;
     while (await countWhere(prisma, 'AccessToken') > 0 && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 50));
@@ -102,6 +103,44 @@ describe.each<StoreKind>(['postgres', 'embedded'])('deleteOldDeliveries (%s)', (
     expect(await deleteOldDeliveries(prisma, { batchSize: 50, batchesPerPass: 2 })).toBe(0);
     const left = await prisma.webhookDelivery.groupBy({ by: ['status'], _count: true, orderBy: { status: 'asc' } });
     expect(left.map((row) => [row.status, row._count])).toEqual([['delivered', 7], ['pending', 5]]);
+  });
+});
+
+describe.each<StoreKind>(['postgres', 'embedded'])('deleteOldAuditEvents (%s)', (kind) => {
+  let store: TestStore;
+  beforeAll(async () => { store = await openTestDatabase(kind, { migrated: true }); });
+  afterAll(async () => { await store.close(); });
+
+  const DAY = 24 * HOUR;
+  const rows = (event: string, age: number, count: number) => Array.from({ length: count }, (_, i) => ({
+    event, actor: 'operator', userId: `u-${i}`, createdAt: new Date(Date.now() - age), detail: { i },
+  }));
+
+  test('rows older than the retention leave in bounded batches, oldest first; newer ones stay', async () => {
+    const { prisma } = store.db;
+    await prisma.auditEvent.createMany({
+      data: [...rows('login.failed', 100 * DAY, 70), ...rows('login.failed', 31 * DAY, 50), ...rows('user.disabled', 29 * DAY, 8), ...rows('login.succeeded', HOUR, 4)],
+    });
+    expect(await deleteOldAuditEvents(prisma, { days: 30, batchSize: 40, batchesPerPass: 2 })).toBe(80);
+    const oldest = await prisma.auditEvent.findFirst({ where: { createdAt: { lt: new Date(Date.now() - 30 * DAY) } }, orderBy: { createdAt: 'asc' } });
+    expect(oldest!.createdAt.getTime()).toBeGreaterThan(Date.now() - 32 * DAY); // the 100-day-old rows went first
+    expect(await deleteOldAuditEvents(prisma, { days: 30, batchSize: 40, batchesPerPass: 2 })).toBe(40);
+    expect(await deleteOldAuditEvents(prisma, { days: 30, batchSize: 40, batchesPerPass: 2 })).toBe(0);
+    const left = await prisma.auditEvent.groupBy({ by: ['event'], _count: true, orderBy: { event: 'asc' } });
+    expect(left.map((row) => [row.event, row._count])).toEqual([['login.succeeded', 4], ['user.disabled', 8]]);
+  });
+
+  test('the periodic job sweeps with its auditRetentionDays', async () => {
+    const { prisma } = store.db;
+    await prisma.auditEvent.deleteMany({});
+    await prisma.auditEvent.createMany({ data: [...rows('login.failed', 3 * DAY, 5), ...rows('login.failed', DAY - HOUR, 3)] });
+    const errors: unknown[] = [];
+    const job = startCleanup(prisma, { intervalMs: 50, auditRetentionDays: 2, log: (error) => errors.push(error) });
+    const deadline = Date.now() + 20_000;
+    while (await prisma.auditEvent.count() > 3 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    await job.stop();
+    expect(await prisma.auditEvent.count()).toBe(3);
+    expect(errors).toEqual([]);
   });
 });
 

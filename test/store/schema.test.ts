@@ -29,7 +29,7 @@ describe('every model through the generated client', () => {
       data: { id, username: `u-${id}`, email: 'a@example.com', fullName: 'A Person', passwordHash: '$argon2id$x' },
     });
     expect(created).toEqual({
-      id, username: `u-${id}`, email: 'a@example.com', fullName: 'A Person', passwordHash: '$argon2id$x', createdAt: expect.any(Date),
+      id, username: `u-${id}`, email: 'a@example.com', fullName: 'A Person', passwordHash: '$argon2id$x', createdAt: expect.any(Date), disabledAt: null,
     });
     expect(Math.abs(created.createdAt.getTime() - start)).toBeLessThan(60_000);
     expect(await prisma.user.findUnique({ where: { username: `u-${id}` } })).toEqual(created);
@@ -38,8 +38,9 @@ describe('every model through the generated client', () => {
       data: { id: randomUUID(), username: `u-${id}`, email: 'b@example.com', fullName: 'B', passwordHash: 'h' },
     })).rejects.toMatchObject({ code: 'P2002' });
 
-    const updated = await prisma.user.update({ where: { id }, data: { email: 'new@example.com', fullName: 'Renamed' } });
-    expect(updated).toEqual({ ...created, email: 'new@example.com', fullName: 'Renamed' });
+    const disabledAt = new Date(Math.floor(Date.now() / 1000) * 1000);
+    const updated = await prisma.user.update({ where: { id }, data: { email: 'new@example.com', fullName: 'Renamed', disabledAt } });
+    expect(updated).toEqual({ ...created, email: 'new@example.com', fullName: 'Renamed', disabledAt });
 
     await prisma.user.delete({ where: { id } });
     expect(await prisma.user.findUnique({ where: { id } })).toBeNull();
@@ -123,8 +124,22 @@ describe('every model through the generated client', () => {
     expect(await prisma.webhookDelivery.findUnique({ where: { id: delivery.id } })).toBeNull();
   });
 
+  test('AuditEvent: ids increase, created_at and detail default; user_id and client_id name no row (no foreign key)', async () => {
+    const first = await prisma.auditEvent.create({ data: { event: 'user.deleted', actor: 'operator', userId: randomUUID(), clientId: 'gone-client' } });
+    expect(first).toEqual({
+      id: expect.any(BigInt), createdAt: expect.any(Date), event: 'user.deleted', actor: 'operator', userId: first.userId, clientId: 'gone-client',
+      address: null, requestId: null, detail: {},
+    });
+    const second = await prisma.auditEvent.create({
+      data: { event: 'login.failed', actor: 'anonymous', address: '192.0.2.1', requestId: 'req-1', detail: { reason: 'unknown_user', nested: [1] } },
+    });
+    expect(second.id).toBeGreaterThan(first.id);
+    expect(await prisma.auditEvent.findMany({ where: { address: '192.0.2.1' } })).toEqual([second]);
+    await prisma.auditEvent.deleteMany({ where: { id: { in: [first.id, second.id] } } });
+  });
+
   test('the tests above cover every model the client knows', () => {
-    expect(Object.values(Prisma.ModelName).sort()).toEqual(['Client', 'OidcModel', 'User', 'WebhookDelivery', 'WebhookEndpoint']);
+    expect(Object.values(Prisma.ModelName).sort()).toEqual(['AuditEvent', 'Client', 'OidcModel', 'User', 'WebhookDelivery', 'WebhookEndpoint']);
   });
 });
 

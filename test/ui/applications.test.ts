@@ -3,29 +3,15 @@
  * one; its tokens die; every form needs the CSRF token.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { APPLICATIONS_PATH as PATH, csrfOf, postApplicationsForm as post, signInOnApplicationsPage as signIn } from '../helpers/applications-page.js';
 import { Browser } from '../helpers/browser.js';
 import type { Step, TestClient, TestUser } from '../helpers/browser.js';
 import { createUser, expectErrorResponse, obtainTokens, registerClient, tokenRequest, userinfo } from '../helpers/fixtures.js';
 import { startTestApp } from '../helpers/test-app.js';
 import type { Mode, TestApp } from '../helpers/test-app.js';
 
-const PATH = '/api/applications.php';
-
-const csrfOf = (page: Step) => /name="_csrf" value="([^"]*)"/.exec(page.body)?.[1] ?? '';
 /** The client ids listed on the page, in order. */
 const listed = (page: Step) => [...page.body.matchAll(/data-client-id="([^"]*)"/g)].map((match) => match[1]);
-
-/** Opens the page and posts one of its forms (`action` + fields) with the page's CSRF token. */
-async function post(browser: Browser, action: string, fields: Record<string, string> = {}, csrf?: string) {
-  const page = await browser.request(PATH);
-  return browser.request(PATH, { form: { _csrf: csrf ?? csrfOf(page), action, ...fields } });
-}
-
-async function signIn(browser: Browser, user: TestUser) {
-  const res = await post(browser, 'sign_in', { username: user.username, password: user.password });
-  expect(res.status).toBe(303);
-  return browser.request(PATH);
-}
 
 describe.each<Mode>(['postgres', 'embedded'])('authorized applications page (%s)', (mode) => {
   let t: TestApp;

@@ -194,6 +194,15 @@ describe('signed in', () => {
     expect(text(removed, 'notice')).toBe('Webhook endpoint removed.');
     expect(removed.body).toContain('id="no_webhooks"');
 
+    // Audited as the client acting from this page ("Nothing changed" writes no row).
+    const audited = await t.app.db.prisma.auditEvent.findMany({ where: { clientId: client.client_id, actor: `client:${client.client_id}` }, orderBy: { id: 'asc' } });
+    expect(audited.map((row) => [row.event, row.actor, row.address, typeof row.requestId])).toEqual([
+      ['webhook.endpoint_added', `client:${client.client_id}`, '127.0.0.1', 'string'],
+      ['client.updated', `client:${client.client_id}`, '127.0.0.1', 'string'],
+      ['webhook.endpoint_removed', `client:${client.client_id}`, '127.0.0.1', 'string'],
+    ]);
+    expect(audited[1]!.detail).toEqual({ client_id: client.client_id, client_name: 'After', redirect_uri: 'http://localhost:9999/new-callback', changed: ['client_name', 'redirect_uri'] });
+
     // Another client's endpoint id, or a made-up one: a readable 404.
     const csrf = /name="_csrf" value="([^"]*)"/.exec(removed.body)![1]!;
     const missing = await browser.request(`/api/settings.php?action=delete_webhook&id=${endpointId}`, { form: { _csrf: csrf } });
@@ -218,6 +227,8 @@ describe('signed in', () => {
     const newSecret = text(rotated, 'new_client_secret')!;
     expect(newSecret).toMatch(/^[\w-]{43}$/);
     expect(newSecret).not.toBe(client.client_secret);
+    const audited = await t.app.db.prisma.auditEvent.findFirstOrThrow({ where: { clientId: client.client_id, event: 'client.secret_rotated' } });
+    expect(audited).toMatchObject({ actor: `client:${client.client_id}`, address: '127.0.0.1', detail: { client_name: 'Test App' } });
 
     const event = await receiver.next((h) => h.path === '/rotated');
     expect(verify(event, hookSecret)).toMatchObject({ type: 'client.secret_rotated', data: { client_id: client.client_id, client_name: 'Test App' } });

@@ -7,7 +7,9 @@
  * the message waiting ten minutes.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { createAuditLog } from '../../src/audit/audit-log.js';
 import { createClientStore } from '../../src/clients/client-store.js';
+import { createLogger } from '../../src/ops/logger.js';
 import { createDeliveryWorker } from '../../src/webhooks/delivery.js';
 import type { DeliveryWorker } from '../../src/webhooks/delivery.js';
 import { createOutbox, enqueue, newEventId } from '../../src/webhooks/outbox.js';
@@ -36,9 +38,10 @@ describe.each<StoreKind>(['postgres', 'embedded'])('worker wake-up (%s)', (kind)
 
   test('a wake-up during a finishing cycle is not lost', async () => {
     const { prisma } = store.db;
-    const { client } = await createClientStore(prisma).register({ clientName: 'Wake', redirectUri: 'http://localhost:9999/cb' });
+    const audit = createAuditLog({ prisma, logger: createLogger({ level: 'silent' }) });
+    const { client } = await createClientStore(prisma, audit).register({ clientName: 'Wake', redirectUri: 'http://localhost:9999/cb' });
     const webhooks = createWebhookService({
-      prisma, clock: () => new Date(), policy: POLICY, retryBaseMs: 1000, usernameOf: async () => undefined, log: () => {},
+      prisma, clock: () => new Date(), policy: POLICY, retryBaseMs: 1000, usernameOf: async () => undefined, log: () => {}, audit,
     });
     const { endpoint } = await webhooks.addEndpoint(client.clientId, { url: receiver.url('/wake'), events: ['client.updated'] });
 

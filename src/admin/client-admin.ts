@@ -1,0 +1,82 @@
+/**
+ * What an operator does to clients (the CLI's `clients:*` and `tokens:revoke --client`). Each
+ * change is one transaction with its audit rows (and its webhook events: client-settings.ts).
+ *
+ * Deleting a client ends every grant and token it holds, then deletes it; its webhook endpoints
+ * and their deliveries go with it (foreign-key cascade), so its receivers are sent nothing more,
+ * not even a `token.revoked` (README "Decisions"). The audit trail keeps one `token.revoked` row
+ * per user whose grants ended, and `client.deleted`.
+ *
+ * @example await admin.delete(await admin.find(clientId), { actor: OPERATOR });
+ */
+import type { AuditContext } from '../audit/audit-log.js';
+import type { ChangeTransaction } from '../audit/audited-changes.js';
+import type { ClientSettings } from '../clients/client-settings.js';
+import type { Client, PrismaClient } from '../generated/prisma/client.js';
+import { endGrants, grantCount } from '../oidc/authorized-apps.js';
+import type { ApplicationRevoked } from '../oidc/authorized-apps.js';
+import { revokedFields, revokeGrants } from '../webhooks/application-events.js';
+import type { WebhookEndpoint } from '../webhooks/webhook-store.js';
+import { NotFoundError } from './not-found.js';
+
+export interface ClientAdmin {
+  /** A client by its client_id (exactly). */
+  find(clientId: string): Promise<Client>;
+  /** Every client, by name, with how many webhook endpoints it has. */
+  list(): Promise<(Client & { webhookCount: number })[]>;
+  /** Its webhook endpoints, and how many users hold a live grant to it. */
+  details(client: Client): Promise<{ endpoints: WebhookEndpoint[]; authorizedUsers: number }>;
+  delete(client: Client, context: AuditContext): Promise<{ revoked: ApplicationRevoked[] }>;
+  /** The new secret, to be shown this once; the old one stops working at once. */
+  rotateSecret(client: Client, context: AuditContext): Promise<string>;
+  /** Validated as at registration; `changed` false when it was that already. */
+  setRedirectUri(client: Client, redirectUri: string, context: AuditContext): Promise<{ changed: boolean }>;
+  revokeTokens(client: Client, context: AuditContext): Promise<ApplicationRevoked[]>;
+}
+
+export interface ClientAdminDependencies {
+  prisma: PrismaClient;
+  settings: ClientSettings;
+  changes: ChangeTransaction;
+}
+
+export function createClientAdmin({ prisma, settings, changes }: ClientAdminDependencies): ClientAdmin {
+  return {
+    async find(clientId) {
+      const client = await prisma.client.findUnique({ where: { clientId } });
+      if (!client) throw new NotFoundError(`no client "${clientId}" (name a client by its client_id)`);
+      return client;
+    },
+    async list() {
+      const clients = await prisma.client.findMany({ orderBy: [{ clientName: 'asc' }, { clientId: 'asc' }], include: { _count: { select: { webhookEndpoints: true } } } });
+      return clients.map(({ _count, ...client }) => ({ ...client, webhookCount: _count.webhookEndpoints }));
+    },
+    async details(client) {
+      const endpoints = await prisma.webhookEndpoint.findMany({ where: { clientId: client.clientId }, orderBy: { createdAt: 'asc' } });
+      const [row] = await prisma.$queryRaw<{ users: number }[]>`
+        SELECT count(DISTINCT payload->>'accountId')::int AS users FROM oidc_models
+        WHERE type = 'Grant' AND payload->>'clientId' = ${client.clientId} AND (expires_at IS NULL OR expires_at > now())`;
+      return { endpoints, authorizedUsers: row?.users ?? 0 };
+    },
+    delete(client, context) {
+      return changes(async (tx, _raise, audit) => {
+        const revoked = await endGrants(tx, { clientId: client.clientId });
+        for (const entry of revoked) await audit('token.revoked', revokedFields(entry, 'admin_revoked'), context);
+        const { count } = await tx.client.deleteMany({ where: { clientId: client.clientId } }); // endpoints and deliveries cascade
+        if (count === 0) throw new NotFoundError(`no client "${client.clientId}" (deleted meanwhile)`);
+        await audit('client.deleted', { client: client.clientId, detail: { client_name: client.clientName, grants_revoked: grantCount(revoked) } }, context);
+        return { revoked };
+      });
+    },
+    async rotateSecret(client, context) {
+      return (await settings.rotateSecret(client.clientId, context)).clientSecret;
+    },
+    async setRedirectUri(client, redirectUri, context) {
+      const { changed } = await settings.update(client.clientId, { redirectUri }, context);
+      return { changed: changed.length > 0 };
+    },
+    revokeTokens(client, context) {
+      return changes((tx, raise, audit) => revokeGrants(tx, raise, audit, { clientId: client.clientId }, context));
+    },
+  };
+}

@@ -1,0 +1,101 @@
+/**
+ * What an operator does to users (the CLI's `user:create` and `users:*`). Every change is one
+ * transaction with its audit rows, and, where grants end, with the clients' `token.revoked`
+ * webhooks (reason `admin_revoked`):
+ *
+ * | action       | change                                            | audit                               |
+ * |--------------|---------------------------------------------------|-------------------------------------|
+ * | create       | a new user                                        | user.created                        |
+ * | disable      | `disabled_at` set; every grant and token ended    | user.disabled, token.revoked        |
+ * | enable       | `disabled_at` cleared                             | user.enabled                        |
+ * | delete       | every grant and token ended; the user deleted     | user.deleted, token.revoked         |
+ * | setPassword  | a new argon2id hash (grants and tokens stay)      | user.password_set                   |
+ * | revokeTokens | every grant and token ended                       | token.revoked                       |
+ *
+ * Audit rows stay when their user is deleted: they name the user by id (and username in detail).
+ *
+ * @example const { revoked } = await admin.disable(await admin.find('alice'), { actor: OPERATOR });
+ */
+import { isUuid } from '../accounts/user-store.js';
+import type { NewUser, User, UserStore } from '../accounts/user-store.js';
+import type { AuditContext } from '../audit/audit-log.js';
+import type { ChangeTransaction } from '../audit/audited-changes.js';
+import type { Client } from '../generated/prisma/client.js';
+import { grantCount } from '../oidc/authorized-apps.js';
+import type { ApplicationRevoked } from '../oidc/authorized-apps.js';
+import { revokeGrants } from '../webhooks/application-events.js';
+import { NotFoundError } from './not-found.js';
+
+export interface UserAdmin {
+  /** A user named by id, or by username (any case); an argument shaped like a UUID is tried as an id first. */
+  find(name: string): Promise<User>;
+  /** Every user, by username. */
+  list(): Promise<User[]>;
+  create(input: NewUser, context: AuditContext): Promise<User>;
+  /** `changed` false: the user was disabled already (nothing written). */
+  disable(user: User, context: AuditContext): Promise<{ changed: boolean; revoked: ApplicationRevoked[] }>;
+  /** `changed` false: the user was not disabled (nothing written). */
+  enable(user: User, context: AuditContext): Promise<{ changed: boolean }>;
+  delete(user: User, context: AuditContext): Promise<{ revoked: ApplicationRevoked[] }>;
+  setPassword(user: User, password: string, context: AuditContext): Promise<void>;
+  /** Ends the user's grants (to `client` only, if given). */
+  revokeTokens(user: User, context: AuditContext, client?: Client): Promise<ApplicationRevoked[]>;
+}
+
+export function createUserAdmin({ users, changes }: { users: UserStore; changes: ChangeTransaction }): UserAdmin {
+  /** The audit fields of an event about `user`: their id, and their username (rows outlive the user). */
+  const about = (user: User, detail: Record<string, unknown> = {}) => ({ user: user.id, detail: { username: user.username, ...detail } });
+
+  return {
+    async find(name) {
+      const user = (isUuid(name.toLowerCase()) ? await users.findById(name.toLowerCase()) : null) ?? await users.findByUsername(name);
+      if (!user) throw new NotFoundError(`no user "${name}" (name a user by id or username)`);
+      return user;
+    },
+    list: () => users.list(),
+    async create(input, context) {
+      const row = await users.prepare(input); // argon2 before the transaction, not inside it
+      return changes(async (tx, _raise, audit) => {
+        const user = await users.insert(row, tx);
+        await audit('user.created', about(user), context);
+        return user;
+      });
+    },
+    disable(user, context) {
+      return changes(async (tx, raise, audit) => {
+        const { count } = await tx.user.updateMany({ where: { id: user.id, disabledAt: null }, data: { disabledAt: new Date() } });
+        if (count === 0) return { changed: false, revoked: [] };
+        const revoked = await revokeGrants(tx, raise, audit, { accountId: user.id }, context);
+        await audit('user.disabled', about(user, { grants_revoked: grantCount(revoked) }), context);
+        return { changed: true, revoked };
+      });
+    },
+    enable(user, context) {
+      return changes(async (tx, _raise, audit) => {
+        const { count } = await tx.user.updateMany({ where: { id: user.id, disabledAt: { not: null } }, data: { disabledAt: null } });
+        if (count > 0) await audit('user.enabled', about(user), context);
+        return { changed: count > 0 };
+      });
+    },
+    delete(user, context) {
+      return changes(async (tx, raise, audit) => {
+        const revoked = await revokeGrants(tx, raise, audit, { accountId: user.id }, context);
+        const { count } = await tx.user.deleteMany({ where: { id: user.id } });
+        if (count === 0) throw new NotFoundError(`no user "${user.username}" (deleted meanwhile)`);
+        await audit('user.deleted', about(user, { grants_revoked: grantCount(revoked) }), context);
+        return { revoked };
+      });
+    },
+    async setPassword(user, password, context) {
+      const passwordHash = await users.hashNewPassword(password);
+      await changes(async (tx, _raise, audit) => {
+        const { count } = await tx.user.updateMany({ where: { id: user.id }, data: { passwordHash } });
+        if (count === 0) throw new NotFoundError(`no user "${user.username}" (deleted meanwhile)`);
+        await audit('user.password_set', about(user), context);
+      });
+    },
+    revokeTokens(user, context, client) {
+      return changes((tx, raise, audit) => revokeGrants(tx, raise, audit, { accountId: user.id, clientId: client?.clientId }, context));
+    },
+  };
+}

@@ -1,0 +1,48 @@
+/**
+ * The audit trail's event names and its actors (issue 11 "Audit trail"). Names are contracts:
+ * operators' queries and alerts select on them. Declared, not coded: README.md "Operations" →
+ * "Audit trail" documents the same table.
+ *
+ * @example audit.record('user.disabled', { user: user.id }, { actor: OPERATOR });
+ */
+
+export const AUDIT_EVENTS = {
+  'login.succeeded': 'a username and password were accepted (login page, applications page)',
+  'login.failed': 'a username and password were refused (unknown user, wrong password, disabled user)',
+  'login.blocked': 'a sign-in was refused unchecked: the login guard holds the username and address, or the address, over its limit',
+  'consent.granted': 'a user pressed Allow on the consent page',
+  'consent.denied': 'a user pressed Deny on the consent page, or Cancel on the login page',
+  'token.issued': 'reserved: an authorization code exchanged for tokens (written by the token statement)',
+  'token.refreshed': 'reserved: a refresh token exchanged for new tokens (written by the token statement)',
+  'token.revoked': 'grants or tokens ended: RFC 7009 revocation, a user revoking an application, an operator (tokens:revoke, a user disabled or deleted, a client deleted)',
+  'token.reuse_detected': 'a used refresh token or a redeemed code was presented again; its grant was revoked',
+  'client.registered': 'a client registered at /api/register.php',
+  'client.updated': 'a client name or redirect URI changed (settings page, clients:set-redirect-uri)',
+  'client.secret_rotated': 'a client secret was rotated (settings page, clients:rotate-secret)',
+  'client.deleted': 'an operator deleted a client (clients:delete)',
+  'user.created': 'an operator created a user (user:create)',
+  'user.disabled': 'an operator disabled a user (users:disable)',
+  'user.enabled': 'an operator enabled a disabled user (users:enable)',
+  'user.deleted': 'an operator deleted a user (users:delete)',
+  'user.password_set': 'an operator set a user’s password (users:set-password)',
+  'webhook.endpoint_added': 'a client added a webhook endpoint (settings page, /api/webhooks.php)',
+  'webhook.endpoint_removed': 'a client removed a webhook endpoint (settings page, /api/webhooks.php)',
+} as const;
+
+export type AuditEventName = keyof typeof AUDIT_EVENTS;
+
+export const AUDIT_EVENT_NAMES = Object.keys(AUDIT_EVENTS) as AuditEventName[];
+
+export function isAuditEventName(value: unknown): value is AuditEventName {
+  return typeof value === 'string' && Object.hasOwn(AUDIT_EVENTS, value);
+}
+
+/** Who acted: a signed-in user, a client with its credentials, the CLI, nobody known, the service itself. */
+export const userActor = (userId: string) => `user:${userId}`;
+export const clientActor = (clientId: string) => `client:${clientId}`;
+/** The administration CLI; the OS user who ran it is in the row's detail (`os_user`). */
+export const OPERATOR = 'operator';
+/** Someone not (or not yet) authenticated: a failed login, an open registration. */
+export const ANONYMOUS = 'anonymous';
+/** The service on its own account (no one asked for it). */
+export const SYSTEM = 'system';

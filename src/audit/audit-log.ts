@@ -1,0 +1,113 @@
+/**
+ * The audit trail's one writer (issue 11): each security event becomes a row of `audit_events`
+ * and one log line (`msg: "audit"`) with the same fields: the event, who acted (`actor`), the
+ * user and client concerned, the request's address and id, and a small `detail` object.
+ *
+ * Never a secret: `detail` values under the logger's secret field names (password, client
+ * secret, code, token, cookie, authorization, …) are stored as "[Redacted]", as the logger
+ * prints them; callers put names and ids there, never credentials.
+ *
+ * A change and its row commit together: {@link AuditLog.within} hands out a writer for the
+ * caller's transaction and logs the lines only once that transaction succeeded, so a change
+ * that rolls back leaves neither. Made once in the composition root and passed down.
+ *
+ * @example await audit.within((write) => prisma.$transaction(async (tx) => { …; await write(tx, 'user.enabled', { user: id }, context); }));
+ */
+import type { Prisma } from '../generated/prisma/client.js';
+import type { Logger } from '../ops/logger.js';
+import { SECRET_FIELDS } from '../ops/logger.js';
+import type { AuditEventName } from './audit-events.js';
+
+/** Who acted and from where: the same for every row one request (or one CLI command) writes. */
+export interface AuditContext {
+  /** `user:<uuid>`, `client:<client_id>`, `operator`, `anonymous` or `system` (audit-events.ts). */
+  readonly actor: string;
+  readonly address?: string | undefined;
+  readonly requestId?: string | undefined;
+  /** Merged into each row's detail (the CLI's `os_user`). */
+  readonly detail?: Readonly<Record<string, unknown>>;
+}
+
+/** What one event is about. */
+export interface AuditFields {
+  readonly user?: string | null | undefined;
+  readonly client?: string | null | undefined;
+  readonly detail?: Readonly<Record<string, unknown>>;
+}
+
+/** A row's column values, named as the columns are, for statements that write the row themselves. */
+export interface AuditRow {
+  event: AuditEventName;
+  actor: string;
+  user_id: string | null;
+  client_id: string | null;
+  address: string | null;
+  request_id: string | null;
+  detail: Record<string, unknown>;
+}
+
+const SECRETS = new Set(SECRET_FIELDS.map((field) => field.toLowerCase()));
+
+function redacted(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(redacted);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, SECRETS.has(key.toLowerCase()) ? '[Redacted]' : redacted(inner)]));
+}
+
+/** The column values of one event's row (pure: no I/O). */
+export function auditRow(event: AuditEventName, fields: AuditFields, context: AuditContext): AuditRow {
+  return {
+    event,
+    actor: context.actor,
+    user_id: fields.user ?? null,
+    client_id: fields.client ?? null,
+    address: context.address ?? null,
+    request_id: context.requestId ?? null,
+    detail: redacted({ ...context.detail, ...fields.detail }) as Record<string, unknown>,
+  };
+}
+
+/** Prisma, or an open transaction of it. */
+export type AuditWriter = Pick<Prisma.TransactionClient, 'auditEvent'>;
+
+/** Writes one row with `tx` (the caller's transaction); its line follows the commit. */
+export type AuditWrite = (tx: AuditWriter, event: AuditEventName, fields: AuditFields, context: AuditContext) => Promise<void>;
+
+export interface AuditLog {
+  /** Records an event that changes nothing stored (a login, a consent): its row, then its line. */
+  record(event: AuditEventName, fields: AuditFields, context: AuditContext): Promise<void>;
+  /** Runs `run` with a writer for its transaction; the lines are logged once `run` resolved. */
+  within<T>(run: (write: AuditWrite) => Promise<T>): Promise<T>;
+  /** Logs the line of a row that a statement of its own stored (see {@link auditRow}). */
+  log(row: AuditRow): void;
+}
+
+export function createAuditLog({ prisma, logger }: { prisma: AuditWriter; logger: Logger }): AuditLog {
+  const insert = (tx: AuditWriter, row: AuditRow) => tx.auditEvent.create({
+    data: {
+      event: row.event, actor: row.actor, userId: row.user_id, clientId: row.client_id,
+      address: row.address, requestId: row.request_id, detail: row.detail as Prisma.InputJsonObject,
+    },
+    select: { id: true },
+  });
+  const log = (row: AuditRow) => { logger.info({ ...row }, 'audit'); };
+
+  return {
+    async record(event, fields, context) {
+      const row = auditRow(event, fields, context);
+      await insert(prisma, row);
+      log(row);
+    },
+    async within(run) {
+      const written: AuditRow[] = [];
+      const result = await run(async (tx, event, fields, context) => {
+        const row = auditRow(event, fields, context);
+        await insert(tx, row);
+        written.push(row);
+      });
+      written.forEach(log);
+      return result;
+    },
+    log,
+  };
+}

@@ -1,0 +1,107 @@
+/**
+ * What a CLI command works on: the service's database (DATABASE_URL, or the embedded one in
+ * DATA_DIR, which only one process may hold: stop the server first), migrated, and the same
+ * stores, webhook outbox and audit writer the service uses, opened for one command and closed
+ * after it. Webhook events are only written here; the running service's worker sends them (the
+ * embedded one once it starts again). Audit lines go to stderr, so stdout stays the command's.
+ *
+ * @example const user = await withAdmin((admin) => admin.users.find('alice'));
+ */
+import { createUserStore } from '../accounts/user-store.js';
+import type { User } from '../accounts/user-store.js';
+import { createUserAdmin } from '../admin/user-admin.js';
+import type { UserAdmin } from '../admin/user-admin.js';
+import { createClientAdmin } from '../admin/client-admin.js';
+import type { ClientAdmin } from '../admin/client-admin.js';
+import { createAuditLog } from '../audit/audit-log.js';
+import { auditedChanges } from '../audit/audited-changes.js';
+import { createClientSettings } from '../clients/client-settings.js';
+import { loadConfig } from '../config.js';
+import type { Config } from '../config.js';
+import type { Client, PrismaClient } from '../generated/prisma/client.js';
+import { createAuthorizedApps } from '../oidc/authorized-apps.js';
+import type { AuthorizedApps } from '../oidc/authorized-apps.js';
+import { createLogger } from '../ops/logger.js';
+import { openDatabase } from '../store/database.js';
+import type { Database } from '../store/database.js';
+import { migrate } from '../store/migrate.js';
+import { createWebhookService } from '../webhooks/webhook-service.js';
+
+/**
+ * The database could not serve the command: unreachable or refusing, a failed migration, or a
+ * change that outlasted ADMIN_TRANSACTION_TIMEOUT_MS (rolled back: nothing changed).
+ */
+export class DatabaseError extends Error {
+  override name = 'DatabaseError';
+}
+
+/** Prisma's "Transaction API error" (P2028): the transaction expired, or never started, and was rolled back. */
+const unfinished = (error: unknown) => (error as { code?: unknown }).code === 'P2028';
+
+export interface Admin {
+  readonly users: UserAdmin;
+  readonly clients: ClientAdmin;
+  readonly apps: AuthorizedApps;
+  /** For reads the admin services do not cover (the audit trail). */
+  readonly prisma: PrismaClient;
+}
+
+/** Opens the database for one command; `migrated: false` leaves the migrations to the command (db:migrate). */
+export async function withDatabase<T>(
+  use: (db: Database) => Promise<T>,
+  { migrated = true, config = loadConfig(process.env) }: { migrated?: boolean; config?: Config } = {},
+): Promise<T> {
+  const db = await openDatabase(config);
+  try {
+    try {
+      await (migrated ? db.withConnection((sql) => migrate(sql)) : db.ping());
+    } catch (error) {
+      throw new DatabaseError(`cannot use the database: ${(error as Error).message}`, { cause: error });
+    }
+    try {
+      return await use(db);
+    } catch (error) {
+      if (!unfinished(error)) throw error;
+      const reason = /Transaction API error: [^\n]*/.exec((error as Error).message)?.[0] ?? (error as Error).message;
+      throw new DatabaseError(`the change was rolled back, nothing changed (ADMIN_TRANSACTION_TIMEOUT_MS is ${config.timeouts.adminTransactionMs} ms): ${reason}`, { cause: error });
+    }
+  } finally {
+    await db.close();
+  }
+}
+
+export function withAdmin<T>(use: (admin: Admin) => Promise<T>): Promise<T> {
+  const config = loadConfig(process.env);
+  return withDatabase((db) => {
+    const { prisma } = db;
+    const logger = createLogger({ level: config.logLevel, pretty: Boolean(process.stderr.isTTY), stderr: true });
+    const audit = createAuditLog({ prisma, logger });
+    const users = createUserStore(prisma);
+    const webhooks = createWebhookService({ // its worker is never started here
+      prisma,
+      clock: () => new Date(),
+      policy: { httpsOnly: config.production, allowPrivate: config.webhookAllowPrivateNetworks },
+      retryBaseMs: config.webhookRetryBaseMs,
+      usernameOf: async (id) => (await users.findById(id))?.username,
+      log: (error) => logger.error({ err: error }, 'error'),
+      audit,
+    });
+    const changes = auditedChanges(webhooks, audit, { timeoutMs: config.timeouts.adminTransactionMs });
+    return use({
+      users: createUserAdmin({ users, changes }),
+      clients: createClientAdmin({ prisma, settings: createClientSettings(changes), changes }),
+      apps: createAuthorizedApps({ prisma }),
+      prisma,
+    });
+  }, { config });
+}
+
+/** Runs `act` on the user named `name` (id or username), on an open database. */
+export function withUser<T>(name: string, act: (admin: Admin, user: User) => Promise<T>): Promise<T> {
+  return withAdmin(async (admin) => act(admin, await admin.users.find(name)));
+}
+
+/** Runs `act` on the client named by `clientId`, on an open database. */
+export function withClient<T>(clientId: string, act: (admin: Admin, client: Client) => Promise<T>): Promise<T> {
+  return withAdmin(async (admin) => act(admin, await admin.clients.find(clientId)));
+}

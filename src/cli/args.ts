@@ -1,0 +1,56 @@
+/**
+ * Reading a verb's arguments, strictly: every option known, each named positional present and
+ * none left over. A mistake in the command line is a {@link UsageError} (exit 2, with the verb's
+ * usage); a value the command cannot use is an {@link ArgumentError} (exit 1).
+ *
+ * @example const { values, positionals: [name] } = parse(args, ['user'], { json: { type: 'boolean' } });
+ */
+import { parseArgs } from 'node:util';
+import type { ParseArgsConfig } from 'node:util';
+
+/** The command line itself is wrong: unknown option, missing or extra argument. */
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+/** An argument's value cannot be used (a bad date, a limit out of range, an unknown event name). */
+export class ArgumentError extends Error {
+  override name = 'ArgumentError';
+}
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+export function parse<const O extends Options>(args: string[], names: readonly string[], options: O) {
+  let parsed;
+  try {
+    parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
+  } catch (error) {
+    // node:util's own messages name the option ("Unknown option '--admin'", "Option '--user <value>' argument missing").
+    if (String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS_')) throw new UsageError((error as Error).message);
+    throw error;
+  }
+  const { positionals } = parsed;
+  if (positionals.length < names.length) throw new UsageError(`missing <${names[positionals.length]}>`);
+  if (positionals.length > names.length) throw new UsageError(`unexpected argument "${positionals[names.length]}"`);
+  return parsed;
+}
+
+/** The one argument of a verb that takes nothing else (`users:disable <user>`). */
+export function onlyArgument(args: string[], name: string): string {
+  return parse(args, [name], {}).positionals[0]!;
+}
+
+/**
+ * The password of `user:create` and `users:set-password`: from stdin with `--password-stdin`
+ * (one trailing newline dropped), so that it appears in no process list or shell history; or,
+ * less safely, from `--password`. Exactly one of the two.
+ */
+export async function passwordOf(values: { password?: string | undefined; 'password-stdin'?: boolean | undefined }, stdin: () => Promise<string>): Promise<string | undefined> {
+  if (values['password-stdin']) {
+    if (values.password !== undefined) throw new UsageError('give --password or --password-stdin, not both');
+    const password = (await stdin()).replace(/\r?\n$/, '');
+    if (password === '') throw new UsageError('--password-stdin: nothing was read from stdin');
+    return password;
+  }
+  return values.password || undefined;
+}

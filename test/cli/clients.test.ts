@@ -1,0 +1,119 @@
+/**
+ * `clients:*` run as operators run them (DATABASE_URL) while the service runs. Deleting a client
+ * ends its tokens at once and removes its webhook endpoints with it (its receivers get nothing
+ * more); a rotated secret is printed once and the old one stops working; a redirect URI is
+ * checked as at registration. Every change is audited as the operator.
+ */
+import { beforeAll, describe, expect, test } from '@jest/globals';
+import { Browser } from '../helpers/browser.js';
+import type { TestClient } from '../helpers/browser.js';
+import { auditLines, expectCleanFailure, expectSuccess, serviceWithCli } from '../helpers/cli.js';
+import type { ServiceWithCli } from '../helpers/cli.js';
+import { createUser, expectErrorResponse, obtainTokens, registerClient, tokenRequest, userinfo } from '../helpers/fixtures.js';
+import { webhooksApi } from '../helpers/receiver.js';
+import type { Receiver } from '../helpers/receiver.js';
+import type { TestApp } from '../helpers/test-app.js';
+
+const service = serviceWithCli({ WEBHOOK_RETRY_BASE_MS: '100' });
+let t: TestApp;
+let cli: ServiceWithCli['cli'];
+let receiver: Receiver;
+beforeAll(async () => {
+  ({ t, cli, receiver } = service);
+});
+
+const operatorRows = (clientId: string) => t.app.db.prisma.auditEvent.findMany({ where: { clientId, actor: 'operator' }, orderBy: { id: 'asc' } });
+
+test('clients:list and clients:show, as text and as JSON', async () => {
+  const client = await registerClient(t, 'http://localhost:9999/callback', 'Listed App');
+  const hook = await webhooksApi(t.baseUrl, client, { json: { url: receiver.url('/listed'), events: ['token.issued'] } });
+  await obtainTokens(t, client, await createUser(t));
+  await obtainTokens(t, client, await createUser(t));
+
+  expect(expectSuccess(await cli(['clients:list'])).stdout).toMatch(new RegExp(`^${client.client_id}\\s+Listed App\\s+http://localhost:9999/callback\\s+\\S+\\s+1$`, 'm'));
+  const all = JSON.parse(expectSuccess(await cli(['clients:list', '--json'])).stdout) as unknown[];
+  expect(all).toContainEqual({
+    client_id: client.client_id, client_name: 'Listed App', redirect_uri: 'http://localhost:9999/callback', created_at: expect.any(String), updated_at: expect.any(String), webhooks: 1,
+  });
+  const shown = JSON.parse(expectSuccess(await cli(['clients:show', client.client_id, '--json'])).stdout) as Record<string, unknown>;
+  expect(shown).toMatchObject({ client_id: client.client_id, authorized_users: 2, webhooks: [{ id: hook.body.id, url: receiver.url('/listed'), events: ['token.issued'], enabled: true }] });
+  expect(JSON.stringify(shown)).not.toContain(String(hook.body.secret));
+  expect(expectSuccess(await cli(['clients:show', client.client_id])).stdout).toMatch(/^authorized by\s+2 users$/m);
+});
+
+test('clients:rotate-secret: the new secret once; the old one stops working at once', async () => {
+  const client = await registerClient(t);
+  const user = await createUser(t);
+  const run = expectSuccess(await cli(['clients:rotate-secret', client.client_id]));
+  const secret = run.stdout.trim().split('\n').at(-1)!;
+  expect(secret).toMatch(/^[\w-]{43}$/);
+  const code = (await new Browser(t.baseUrl).authorize(client, user)).searchParams.get('code')!;
+  expectErrorResponse(await tokenRequest(t, { code, client_id: client.client_id, client_secret: client.client_secret }), 401, 'invalid_client');
+  expect((await tokenRequest(t, { code, client_id: client.client_id, client_secret: secret })).status).toBe(200);
+
+  const again = JSON.parse(expectSuccess(await cli(['clients:rotate-secret', client.client_id, '--json'])).stdout) as Record<string, string>;
+  expect(again).toEqual({ client_id: client.client_id, client_secret: expect.stringMatching(/^[\w-]{43}$/) });
+  const rows = await operatorRows(client.client_id);
+  expect(rows.map((row) => row.event)).toEqual(['client.secret_rotated', 'client.secret_rotated']);
+  expect(JSON.stringify(rows.map((row) => row.detail)) + run.stderr).not.toContain(secret);
+});
+
+test('clients:set-redirect-uri: checked as at registration; the authorization endpoint takes the new one at once', async () => {
+  const client = await registerClient(t);
+  const user = await createUser(t);
+  expectCleanFailure(await cli(['clients:set-redirect-uri', client.client_id, 'http://evil.example/cb']), /redirect_uri must use https/, 1);
+  const changed = expectSuccess(await cli(['clients:set-redirect-uri', client.client_id, 'http://localhost:9999/moved']));
+  expect(changed.stdout).toMatch('is now http://localhost:9999/moved');
+  expect(expectSuccess(await cli(['clients:set-redirect-uri', client.client_id, 'http://localhost:9999/moved'])).stdout).toMatch('already');
+  const moved = await new Browser(t.baseUrl).authorize({ ...client, redirect_uri: 'http://localhost:9999/moved' }, user);
+  expect(moved.searchParams.get('code')).toBeTruthy();
+  expect((await operatorRows(client.client_id)).map((row) => [row.event, row.detail])).toEqual([
+    ['client.updated', expect.objectContaining({ redirect_uri: 'http://localhost:9999/moved', changed: ['redirect_uri'] })],
+  ]);
+});
+
+describe('clients:delete', () => {
+  let client: TestClient;
+  test('ends every user\'s tokens at once, removes the endpoints and what they had pending; audit rows stay', async () => {
+    client = await registerClient(t, 'http://localhost:9999/callback', 'Doomed');
+    const hook = await webhooksApi(t.baseUrl, client, { json: { url: receiver.url('/doomed'), events: ['token.revoked', 'token.issued'] } });
+    receiver.respond = (hit) => (hit.path === '/doomed' ? 503 : 200); // its deliveries stay pending
+    const [alice, bob] = [await createUser(t), await createUser(t)];
+    const tokens = [await obtainTokens(t, client, alice), await obtainTokens(t, client, bob)];
+    const other = await registerClient(t);
+    const kept = await obtainTokens(t, other, alice);
+
+    const run = expectSuccess(await cli(['clients:delete', client.client_id]));
+    await new Promise((resolve) => setTimeout(resolve, 300)); // an attempt already under way may still arrive
+    const seen = receiver.hits.length;
+    expect(run.stdout).toMatch(`deleted client "Doomed" (${client.client_id}); ended 2 grants (`);
+    for (const token of tokens) expect((await userinfo(t, `Bearer ${token.access_token}`)).status).toBe(401);
+    expect((await userinfo(t, `Bearer ${kept.access_token}`)).status).toBe(200);
+    expect(await t.app.db.prisma.webhookEndpoint.count({ where: { id: String(hook.body.id) } })).toBe(0);
+    expect(await t.app.db.prisma.webhookDelivery.count({ where: { endpointId: String(hook.body.id) } })).toBe(0);
+    const authorize = await new Browser(t.baseUrl).follow(`/api/authorize.php?${new URLSearchParams({ client_id: client.client_id, redirect_uri: client.redirect_uri, response_type: 'code' })}`);
+    expect(authorize.status).toBe(401);
+    expectErrorResponse(await tokenRequest(t, { grant_type: 'refresh_token', refresh_token: tokens[0]!.refresh_token, client_id: client.client_id, client_secret: client.client_secret }), 401, 'invalid_client');
+
+    // Its receiver is sent nothing more, its pending retries included, and never the revocations
+    // (the worker polls every second and retries every 100 ms here: give it a few seconds).
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    expect(receiver.hits.slice(seen).filter((hit) => hit.path === '/doomed')).toEqual([]);
+    expect(receiver.hits.filter((hit) => hit.path === '/doomed' && hit.event.type === 'token.revoked')).toEqual([]);
+    receiver.respond = () => 200;
+
+    const rows = await operatorRows(client.client_id);
+    expect(rows.map((row) => [row.event, row.userId])).toEqual(expect.arrayContaining([['client.deleted', null]]));
+    expect(rows.filter((row) => row.event === 'token.revoked')).toHaveLength(2);
+    expect(rows.at(-1)).toMatchObject({ event: 'client.deleted', detail: { client_name: 'Doomed', grants_revoked: 2 } });
+    expect(auditLines(run)).toHaveLength(3);
+    expect(await t.app.db.prisma.auditEvent.count({ where: { clientId: client.client_id, event: 'client.registered' } })).toBe(1);
+  });
+
+  test('an unknown or deleted client_id is refused plainly', async () => {
+    expectCleanFailure(await cli(['clients:delete', client.client_id]), `no client "${client.client_id}" (name a client by its client_id)`, 1);
+    expectCleanFailure(await cli(['clients:show', 'no-such-client']), 'no client "no-such-client"', 1);
+    expectCleanFailure(await cli(['clients:set-redirect-uri', 'x']), /missing <redirect_uri>/, 2);
+    expectCleanFailure(await cli(['clients:rotate-secret']), /missing <client_id>/, 2);
+  });
+});

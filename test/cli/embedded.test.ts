@@ -1,0 +1,54 @@
+/**
+ * The administration CLI on the embedded database (no DATABASE_URL): the service is stopped, the
+ * CLI works on its DATA_DIR, and the service started again sees every change: a disabled user
+ * cannot log in and their token is dead, a new user can, a rotated secret is the only one that
+ * works, and the audit trail holds the operator's rows.
+ */
+import { afterAll, beforeAll, expect, test } from '@jest/globals';
+import { Browser } from '../helpers/browser.js';
+import type { TestClient, TestUser } from '../helpers/browser.js';
+import { buildDist } from '../helpers/build.js';
+import { EMBEDDED_TIMEOUT, expectCleanFailure, expectSuccess, runCli } from '../helpers/cli.js';
+import { createUser, expectErrorResponse, obtainTokens, registerClient, tokenRequest, userinfo } from '../helpers/fixtures.js';
+import { startTestApp } from '../helpers/test-app.js';
+import type { TestApp } from '../helpers/test-app.js';
+
+let t: TestApp;
+let alice: TestUser;
+let client: TestClient;
+let accessToken: string;
+beforeAll(async () => {
+  await buildDist();
+  t = await startTestApp({ mode: 'embedded' });
+  alice = await createUser(t);
+  client = await registerClient(t);
+  accessToken = (await obtainTokens(t, client, alice)).access_token;
+}, EMBEDDED_TIMEOUT);
+afterAll(async () => { await t?.close(); });
+
+const cli = (args: string[], input?: string) => runCli(args, { DATA_DIR: t.env.DATA_DIR! }, { input, timeoutMs: EMBEDDED_TIMEOUT });
+
+test('while the service holds DATA_DIR the CLI refuses plainly; stopped, the CLI changes what the restarted service sees', async () => {
+  expectCleanFailure(await cli(['users:disable', alice.username]), /in use by process \d+/, 1);
+  await t.close({ keepData: true });
+
+  expect(JSON.parse(expectSuccess(await cli(['users:list', '--json'])).stdout)).toEqual([expect.objectContaining({ username: alice.username, disabled_at: null })]);
+  expect(expectSuccess(await cli(['users:disable', alice.username])).stdout).toMatch(/^disabled user .*; ended 1 grant/);
+  expectSuccess(await cli(['user:create', '--username', 'bob', '--email', 'bob@example.com', '--full-name', 'Bob', '--password-stdin'], 'bob password 123\n'));
+  const rotated = JSON.parse(expectSuccess(await cli(['clients:rotate-secret', client.client_id, '--json'])).stdout) as { client_secret: string };
+  const trail = JSON.parse(expectSuccess(await cli(['audit:list', '--json', '--limit', '4'])).stdout) as { event: string; actor: string }[];
+  expect(trail.map((entry) => [entry.event, entry.actor])).toEqual([
+    ['client.secret_rotated', 'operator'], ['user.created', 'operator'], ['user.disabled', 'operator'], ['token.revoked', 'operator'],
+  ]);
+
+  t = await startTestApp({ mode: 'embedded', reuse: t.env });
+  expect((await userinfo(t, `Bearer ${accessToken}`)).status).toBe(401);
+  const browser = new Browser(t.baseUrl);
+  const page = await browser.follow(`/api/authorize.php?${new URLSearchParams({ client_id: client.client_id, redirect_uri: client.redirect_uri, response_type: 'code' })}`);
+  const refused = await browser.submit(page, '/login', { username: alice.username, password: alice.password });
+  expect(refused.status).toBe(401);
+  expect(refused.body).toContain('Incorrect username or password.');
+  const code = (await new Browser(t.baseUrl).authorize(client, { username: 'bob', password: 'bob password 123' })).searchParams.get('code')!;
+  expectErrorResponse(await tokenRequest(t, { code, client_id: client.client_id, client_secret: client.client_secret }), 401, 'invalid_client');
+  expect((await tokenRequest(t, { code, client_id: client.client_id, client_secret: rotated.client_secret })).status).toBe(200);
+}, 4 * EMBEDDED_TIMEOUT);

@@ -1,0 +1,173 @@
+/**
+ * `users:*` run as operators run them (`node dist/cli.js`, DATABASE_URL) while the service runs:
+ * each change is seen by the service's next request. A disabled user is refused with the
+ * wrong-password message on both sign-in pages and gets no code through a login session they
+ * already have; disabling or deleting ends their tokens (userinfo 401, introspection inactive)
+ * and tells the clients (`token.revoked`, `admin_revoked`); every change is audited as the operator.
+ */
+import { beforeAll, describe, expect, test } from '@jest/globals';
+import { postApplicationsForm } from '../helpers/applications-page.js';
+import { Browser } from '../helpers/browser.js';
+import type { Step, TestClient, TestUser } from '../helpers/browser.js';
+import { auditLines, expectCleanFailure, expectSuccess, serviceWithCli } from '../helpers/cli.js';
+import type { ServiceWithCli } from '../helpers/cli.js';
+import { basicAuth, createUser, obtainTokens, postForm, registerClient, userinfo } from '../helpers/fixtures.js';
+import { webhooksApi } from '../helpers/receiver.js';
+import type { Receiver } from '../helpers/receiver.js';
+import type { TestApp } from '../helpers/test-app.js';
+
+const service = serviceWithCli({ WEBHOOK_RETRY_BASE_MS: '100' });
+let t: TestApp;
+let cli: ServiceWithCli['cli'];
+let receiver: Receiver;
+let client: TestClient;
+beforeAll(async () => {
+  ({ t, cli, receiver } = service);
+  client = await registerClient(t, 'http://localhost:9999/callback', 'Calendar');
+  expect((await webhooksApi(t.baseUrl, client, { json: { url: receiver.url(`/${client.client_id}`), events: ['token.revoked'] } })).status).toBe(201);
+});
+
+const idOf = async (username: string) => (await t.app.db.prisma.user.findUniqueOrThrow({ where: { username } })).id;
+const errorText = (step: Step) => /id="error"[^>]*>([^<]*)</.exec(step.body)?.[1];
+const authorizeQuery = (extra: Record<string, string> = {}) => `/api/authorize.php?${new URLSearchParams({ client_id: client.client_id, redirect_uri: client.redirect_uri, response_type: 'code', ...extra })}`;
+const introspect = async (token: string) => (await postForm(t, '/api/introspect.php', { token }, { authorization: basicAuth(client) })).body.active;
+
+/** What the login page answers for these credentials: its status and its message. */
+async function loginAttempt(user: TestUser) {
+  const browser = new Browser(t.baseUrl);
+  const page = await browser.follow(authorizeQuery());
+  const answer = await browser.submit(page, '/login', { username: user.username, password: user.password });
+  return { status: answer.status, error: errorText(answer) };
+}
+
+describe('listing and showing', () => {
+  test('users:list and users:show, as text and as JSON; users:show lists the applications the user authorized', async () => {
+    const user = await createUser(t, { fullName: 'Listed Person' });
+    await obtainTokens(t, client, user);
+    const id = await idOf(user.username);
+
+    const listed = expectSuccess(await cli(['users:list']));
+    expect(listed.stdout).toMatch(new RegExp(`^${id}\\s+${user.username}\\s+user@example.com\\s+Listed Person\\s+\\S+\\s+active$`, 'm'));
+    const all = JSON.parse(expectSuccess(await cli(['users:list', '--json'])).stdout) as Record<string, unknown>[];
+    expect(all).toContainEqual({ id, username: user.username, email: 'user@example.com', full_name: 'Listed Person', created_at: expect.any(String), disabled_at: null });
+
+    const shown = JSON.parse(expectSuccess(await cli(['users:show', user.username.toUpperCase(), '--json'])).stdout) as Record<string, unknown>;
+    expect(shown).toEqual({
+      id, username: user.username, email: 'user@example.com', full_name: 'Listed Person', created_at: expect.any(String), disabled_at: null,
+      applications: [{ client_id: client.client_id, client_name: 'Calendar', scopes: ['openid'], authorized_at: expect.any(String) }],
+    });
+    const byId = expectSuccess(await cli(['users:show', id]));
+    expect(byId.stdout).toMatch(/^username\s+user\w+$/m);
+    expect(byId.stdout).toMatch(new RegExp(`^${client.client_id}\\s+Calendar\\s+openid\\s+\\S+$`, 'm'));
+  });
+});
+
+describe('users:disable and users:enable', () => {
+  test('a disabled user: the wrong-password message on both pages, no code from their session, tokens dead, clients told; enabling lets them in again', async () => {
+    const user = await createUser(t);
+    const id = await idOf(user.username);
+    const browser = new Browser(t.baseUrl);
+    expect((await browser.authorize(client, user)).searchParams.get('code')).toBeTruthy(); // a login session and a consent
+    const tokens = await obtainTokens(t, client, user);
+    const wrongPassword = await loginAttempt({ ...user, password: 'not the password' });
+    expect(wrongPassword).toEqual({ status: 401, error: 'Incorrect username or password.' });
+
+    const run = expectSuccess(await cli(['users:disable', user.username]));
+    expect(run.stdout).toMatch(new RegExp(`^disabled user ${user.username} \\(${id}\\); ended 2 grants \\(Calendar: 2\\)$`, 'm'));
+
+    // At once, on the running service: no login, on either page, with exactly the wrong-password answer
+    // (only the audit trail says why).
+    expect(await loginAttempt(user)).toEqual(wrongPassword);
+    expect(await t.app.db.prisma.auditEvent.findFirst({ where: { userId: id, event: 'login.failed' }, orderBy: { id: 'desc' } }))
+      .toMatchObject({ actor: 'anonymous', detail: { page: 'login', reason: 'disabled', username: user.username } });
+    const page = await postApplicationsForm(new Browser(t.baseUrl), 'sign_in', { username: user.username, password: user.password });
+    expect([page.status, errorText(page)]).toEqual([401, 'Incorrect username or password.']);
+    // Their existing login session gets the login page, not a code; prompt=none tells the client login_required.
+    const silent = await browser.follow(authorizeQuery());
+    expect(silent.status).toBe(200);
+    expect(silent.url).toMatch(/\/interaction\//);
+    expect(silent.body).toContain('id="username"');
+    const none = new URL((await browser.request(authorizeQuery({ prompt: 'none' }))).location!);
+    expect(none.searchParams.get('error')).toBe('login_required');
+    expect(none.searchParams.get('code')).toBeNull();
+    // Their tokens are gone.
+    expect((await userinfo(t, `Bearer ${tokens.access_token}`)).status).toBe(401);
+    expect(await introspect(tokens.refresh_token)).toBe(false);
+    // The client hears of each grant, as an operator's revocation.
+    const hit = await receiver.next((h) => h.event.type === 'token.revoked' && h.event.data.username === user.username);
+    expect(hit.event.data).toMatchObject({ client_id: client.client_id, reason: 'admin_revoked', token_type: 'grant' });
+
+    // Audited as the operator, in one command (one request id): the revocation and the disabling.
+    const rows = await t.app.db.prisma.auditEvent.findMany({ where: { userId: id, actor: 'operator' }, orderBy: { id: 'asc' } });
+    expect(rows.map((row) => row.event)).toEqual(['token.revoked', 'user.disabled']);
+    expect(new Set(rows.map((row) => row.requestId)).size).toBe(1);
+    expect(rows[0]!.requestId).toMatch(/^cli-[0-9a-f-]{36}$/);
+    expect(rows[1]).toMatchObject({ address: null, detail: { username: user.username, grants_revoked: 2, os_user: expect.any(String) } });
+    expect(rows[0]).toMatchObject({ clientId: client.client_id, detail: { reason: 'admin_revoked', grant_ids: expect.any(Array) } });
+    expect(auditLines(run).map((line) => line.event)).toEqual(['token.revoked', 'user.disabled']);
+
+    // Again: nothing to do, said plainly, nothing written.
+    expect(expectSuccess(await cli(['users:disable', id])).stdout).toMatch(/is already disabled \(since \d{4}-/);
+    expect(await t.app.db.prisma.auditEvent.count({ where: { userId: id, event: 'user.disabled' } })).toBe(1);
+
+    expect(expectSuccess(await cli(['users:enable', user.username])).stdout).toMatch(`enabled user ${user.username}`);
+    expect(expectSuccess(await cli(['users:enable', user.username])).stdout).toMatch('is not disabled');
+    expect((await new Browser(t.baseUrl).authorize(client, user)).searchParams.get('code')).toBeTruthy();
+    expect(await t.app.db.prisma.auditEvent.count({ where: { userId: id, event: 'user.enabled', actor: 'operator' } })).toBe(1);
+  });
+});
+
+describe('users:delete', () => {
+  test('ends the tokens, deletes the user, keeps their audit rows', async () => {
+    const user = await createUser(t);
+    const id = await idOf(user.username);
+    const tokens = await obtainTokens(t, client, user);
+    const run = expectSuccess(await cli(['users:delete', user.username]));
+    expect(run.stdout).toMatch(`deleted user ${user.username} (${id}); ended 1 grant (Calendar: 1)`);
+    expect((await userinfo(t, `Bearer ${tokens.access_token}`)).status).toBe(401);
+    expect(await introspect(tokens.access_token)).toBe(false);
+    expect(await t.app.db.prisma.user.findUnique({ where: { id } })).toBeNull();
+    const events = (await t.app.db.prisma.auditEvent.findMany({ where: { userId: id }, orderBy: { id: 'asc' } })).map((row) => row.event);
+    expect(events).toEqual(['login.succeeded', 'consent.granted', 'token.revoked', 'user.deleted']);
+    expectCleanFailure(await cli(['users:show', id]), `no user "${id}"`, 1);
+  });
+});
+
+describe('users:set-password', () => {
+  test('from stdin (one trailing newline dropped) or --password; the old password stops working', async () => {
+    const user = await createUser(t);
+    const id = await idOf(user.username);
+    expectSuccess(await cli(['users:set-password', user.username, '--password-stdin'], 'new password from stdin\n'));
+    expect((await loginAttempt(user)).status).toBe(401);
+    expect((await new Browser(t.baseUrl).authorize(client, { ...user, password: 'new password from stdin' })).searchParams.get('code')).toBeTruthy();
+    expectSuccess(await cli(['users:set-password', id, '--password', 'another new password']));
+    expect((await new Browser(t.baseUrl).authorize(client, { ...user, password: 'another new password' })).searchParams.get('code')).toBeTruthy();
+    const rows = await t.app.db.prisma.auditEvent.findMany({ where: { userId: id, event: 'user.password_set' } });
+    expect(rows).toHaveLength(2);
+    expect(JSON.stringify(rows.map((row) => row.detail))).not.toMatch(/password from stdin|another new password/);
+  });
+
+  test.each<[string, string[], string | undefined, string | RegExp, number]>([
+    ['no password at all', ['users:set-password', 'USER'], undefined, 'missing --password-stdin', 2],
+    ['both ways at once', ['users:set-password', 'USER', '--password-stdin', '--password', 'x'.repeat(12)], 'y'.repeat(12), 'not both', 2],
+    ['an empty stdin', ['users:set-password', 'USER', '--password-stdin'], '', 'nothing was read from stdin', 2],
+    ['a short password', ['users:set-password', 'USER', '--password-stdin'], 'short\n', /password must be \d+ to \d+ characters/, 1],
+  ])('%s: refused with a clear message, the password unchanged', async (_, args, input, message, code) => {
+    const user = await createUser(t);
+    expectCleanFailure(await cli(args.map((arg) => (arg === 'USER' ? user.username : arg)), input), message, code);
+    expect((await new Browser(t.baseUrl).authorize(client, user)).searchParams.get('code')).toBeTruthy();
+  });
+});
+
+describe('bad input', () => {
+  test.each<[string, string[], string | RegExp, number]>([
+    ['an unknown user', ['users:disable', 'nobody-here'], 'no user "nobody-here" (name a user by id or username)', 1],
+    ['an unknown id', ['users:delete', '00000000-0000-4000-8000-000000000000'], 'no user "00000000-0000-4000-8000-000000000000"', 1],
+    ['a missing user', ['users:disable'], /missing <user>\nusage: node dist\/cli\.js users:disable <user>/, 2],
+    ['an extra argument', ['users:enable', 'alice', 'bob'], 'unexpected argument "bob"', 2],
+    ['an unknown option', ['users:list', '--all'], /Unknown option '--all'/, 2],
+    ['an unknown command', ['users:purge'], /unknown command "users:purge"\nusage: /, 2],
+  ])('%s: a clear message, the exit code, no stack', async (_, args, message, code) => {
+    expectCleanFailure(await cli(args), message, code);
+  });
+});
