@@ -29,6 +29,7 @@ import { startCleanup } from './store/cleanup.js';
 import { storeGuard } from './store/store-failure.js';
 import { clientHasWebhooks, createHotReads } from './store/hot-reads.js';
 import { pendingWrites, requestMemo } from './store/request-memo.js';
+import type { Write } from './store/write-batch.js';
 import { createLimiterFactory } from './store/limiter.js';
 import { migrate } from './store/migrate.js';
 import { connectRedis } from './store/redis.js';
@@ -140,6 +141,12 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   const guard = metrics.countLogins(createLoginGuard(limiter));
   const respondError = createErrorResponder(views, new Set([ROUTES.token, ROUTES.userinfo, ROUTES.revocation, ROUTES.introspection, WEBHOOKS_PATH]));
   const clock = () => new Date();
+  // What a request's events write (outbox messages, audit rows) joins its one write statement.
+  const joinRequestWrites = (key: string, write: Write) => {
+    const batch = pendingWrites(db.sql);
+    batch?.write(key, write);
+    return batch !== undefined;
+  };
   // Request-path reads, memoised per request (store/hot-reads.ts, README "Storage").
   const hot = createHotReads(db.sql);
   const findUser = (id: string) => hot.findUser(id, users.findById);
@@ -151,11 +158,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     retryBaseMs: config.webhookRetryBaseMs,
     usernameOf,
     clientHasWebhooks,
-    joinRequestWrites: (key, write) => {
-      const batch = pendingWrites(db.sql);
-      batch?.write(key, write);
-      return batch !== undefined;
-    },
+    joinRequestWrites,
     log: (error) => log(error),
     onOutcome: metrics.webhookOutcome,
     audit,
@@ -185,7 +188,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   provider.on('server_error', (ctx, error) => log(error, ctx));
   provider.on('grant.success', (ctx) => metrics.tokenIssued(String(ctx.oidc.params?.grant_type)));
   const tokenEvents = providerEvents({ provider, raise: webhooks.raise, log: (error) => log(error) });
-  const tokenAudit = providerAudit({ provider, audit, log: (error) => log(error) });
+  const tokenAudit = providerAudit({ provider, audit, joinRequestWrites, log: (error) => log(error) });
   const cleanup = startCleanup(db.prisma, { auditRetentionDays: config.auditRetentionDays, log: (error) => log(error) });
 
   const body = koaBody({

@@ -9,11 +9,13 @@
  *
  * A change and its row commit together: {@link AuditLog.within} hands out a writer for the
  * caller's transaction and logs the lines only once that transaction succeeded, so a change
- * that rolls back leaves neither. Made once in the composition root and passed down.
+ * that rolls back leaves neither. On the request path a row joins the request's one write
+ * statement instead ({@link AuditLog.inStatement}). Made once in the composition root and passed down.
  *
  * @example await audit.within((write) => prisma.$transaction(async (tx) => { …; await write(tx, 'user.enabled', { user: id }, context); }));
  */
 import type { Prisma } from '../generated/prisma/client.js';
+import type { Write } from '../store/write-batch.js';
 import type { Logger } from '../ops/logger.js';
 import { SECRET_FIELDS } from '../ops/logger.js';
 import type { AuditEventName } from './audit-events.js';
@@ -78,8 +80,12 @@ export interface AuditLog {
   record(event: AuditEventName, fields: AuditFields, context: AuditContext): Promise<void>;
   /** Runs `run` with a writer for its transaction; the lines are logged once `run` resolved. */
   within<T>(run: (write: AuditWrite) => Promise<T>): Promise<T>;
-  /** Logs the line of a row that a statement of its own stored (see {@link auditRow}). */
-  log(row: AuditRow): void;
+  /**
+   * The row as a write of the request's one statement (store/write-batch.ts): stored with the
+   * change it records, or not at all (a code redemption that lost its race leaves no row), and
+   * logged once that statement committed.
+   */
+  inStatement(row: AuditRow): Write;
 }
 
 export function createAuditLog({ prisma, logger }: { prisma: AuditWriter; logger: Logger }): AuditLog {
@@ -108,6 +114,11 @@ export function createAuditLog({ prisma, logger }: { prisma: AuditWriter; logger
       written.forEach(log);
       return result;
     },
-    log,
+    inStatement: (row) => ({
+      sql: (p, ok) => `INSERT INTO audit_events (event, actor, user_id, client_id, address, request_id, detail)
+        SELECT ${p(row.event)}::text, ${p(row.actor)}::text, ${p(row.user_id)}::text, ${p(row.client_id)}::text, ${p(row.address)}::text, ${p(row.request_id)}::text, ${p(JSON.stringify(row.detail))}::jsonb
+        WHERE ${ok} RETURNING 1`,
+      written: (rows) => { if (rows) log(row); },
+    }),
   };
 }

@@ -4,12 +4,15 @@
  *
  * | provider event                                                         | audit event                            |
  * |------------------------------------------------------------------------|----------------------------------------|
+ * | `grant.success`, grant_type authorization_code / refresh_token          | `token.issued` / `token.refreshed`     |
  * | `grant.revoked` at the token endpoint (code replay, refresh-token reuse) | `token.reuse_detected`               |
  * | `access_token.destroyed` / `refresh_token.destroyed` at revocation     | `token.revoked` (`revocation_request`) |
  * | `grant.revoked` elsewhere (not the revocation endpoint's own)          | `token.revoked` (`grant_revoked`)      |
  *
  * The actor is the client whose credentials the request carried (`system` without one). Rows
- * are written before the response leaves (`settle`, oidc/event-work.ts).
+ * are written before the response leaves (`settle`, oidc/event-work.ts). A token's row joins the
+ * request's one write statement, with the tokens it records (store/write-batch.ts): a token
+ * request costs no round trip more for its audit row (issue 9's budgets).
  *
  * @example const tokenAudit = providerAudit({ provider, audit, log }); koa.use(tokenAudit.settle);
  */
@@ -18,14 +21,36 @@ import Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { eventWork, grantRevocationReason } from '../oidc/event-work.js';
 import { clientActor, SYSTEM } from './audit-events.js';
+import { auditRow } from './audit-log.js';
 import type { AuditLog } from './audit-log.js';
+import type { Write } from '../store/write-batch.js';
 import { requestContext } from './request-context.js';
 
-type Entities = Record<string, { accountId?: string } | undefined>;
+type Entities = Record<string, { accountId?: string; grantId?: string; scope?: string } | undefined>;
 
-export function providerAudit({ provider, audit, log }: { provider: Provider; audit: AuditLog; log: (error: unknown) => void }): { settle: Middleware } {
+export interface ProviderAuditDependencies {
+  provider: Provider;
+  audit: AuditLog;
+  /** Adds a write to the current request's one write statement; false when no request is running. */
+  joinRequestWrites: (key: string, write: Write) => boolean;
+  log: (error: unknown) => void;
+}
+
+export function providerAudit({ provider, audit, joinRequestWrites, log }: ProviderAuditDependencies): { settle: Middleware } {
   const { track, settle } = eventWork(log);
   const context = (ctx: KoaContextWithOIDC) => requestContext(ctx, ctx.oidc.client ? clientActor(ctx.oidc.client.clientId) : SYSTEM);
+  let written = 0;
+
+  provider.on('grant.success', (ctx) => {
+    const grantType = ctx.oidc.params?.grant_type;
+    if (grantType !== 'authorization_code' && grantType !== 'refresh_token') return;
+    const token = (ctx.oidc.entities as unknown as Entities).AccessToken;
+    const fields = { user: token?.accountId, client: ctx.oidc.client?.clientId, detail: { grant_id: token?.grantId, scope: token?.scope } };
+    const event = grantType === 'authorization_code' ? 'token.issued' : 'token.refreshed';
+    const row = auditRow(event, fields, context(ctx));
+    written += 1;
+    if (!joinRequestWrites(`audit:${written}`, audit.inStatement(row))) track(ctx, () => audit.record(event, fields, context(ctx)));
+  });
 
   provider.on('grant.revoked', (ctx, grantId) => track(ctx, async () => {
     if (ctx.oidc.route === 'revocation') return; // recorded from `destroyed` below

@@ -78,7 +78,7 @@ describe('audit rows and lines of whole flows', () => {
     const events = new Set((await t.app.db.prisma.auditEvent.findMany({ select: { event: true } })).map((row) => row.event));
     expect([...events].sort()).toEqual([
       'client.registered', 'client.secret_rotated', 'consent.granted', 'login.failed', 'login.succeeded',
-      'token.reuse_detected', 'token.revoked', 'webhook.endpoint_added', 'webhook.endpoint_removed',
+      'token.issued', 'token.refreshed', 'token.reuse_detected', 'token.revoked', 'webhook.endpoint_added', 'webhook.endpoint_removed',
     ]);
     expect(text.length).toBe(await t.app.db.prisma.auditEvent.count());
   });

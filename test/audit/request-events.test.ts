@@ -164,6 +164,26 @@ describe('the token and revocation endpoints', () => {
     grant_type: 'refresh_token', refresh_token: refreshToken, client_id: client.client_id, client_secret: client.client_secret,
   });
 
+  test('token.issued and token.refreshed: by the client, for the user, written with the tokens; none for a refused redemption', async () => {
+    const user = await createUser(t);
+    const userId = await idOf(user.username);
+    const code = (await new Browser(t.baseUrl).authorize(client, user)).searchParams.get('code')!;
+    const after = await lastId();
+    const form = { code, client_id: client.client_id, client_secret: client.client_secret };
+    const issued = await tokenRequest(t, form);
+    expect(issued.status).toBe(200);
+    expect((await refresh(String(issued.body.refresh_token))).status).toBe(200);
+    expect((await tokenRequest(t, form)).status).toBe(400); // the code again: refused, no token, no row
+
+    const rows = [...await written('token.issued', after), ...await written('token.refreshed', after)];
+    expect(rows.map((row) => [row.event, row.actor, row.userId, row.clientId, row.detail])).toEqual([
+      ['token.issued', `client:${client.client_id}`, userId, client.client_id, { grant_id: expect.any(String), scope: 'openid' }],
+      ['token.refreshed', `client:${client.client_id}`, userId, client.client_id, { grant_id: expect.any(String), scope: 'openid' }],
+    ]);
+    expect(rows[0]!.detail).toEqual(rows[1]!.detail); // one grant
+    for (const row of rows) expectFromRequest(row, '/api/token.php');
+  });
+
   test('RFC 7009 revocation: token.revoked by the client (revocation_request, the token type)', async () => {
     const user = await createUser(t);
     const tokens = await obtainTokens(t, client, user);
