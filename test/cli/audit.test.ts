@@ -32,7 +32,7 @@ const list = async (...args: string[]) => JSON.parse(expectSuccess(await cli(['a
 describe('audit:list', () => {
   test('by user, newest first: who did what, from where, in which request', async () => {
     const entries = await list('--user', alice.username);
-    expect(entries.map((entry) => entry.event)).toEqual(['user.disabled', 'token.revoked', 'consent.granted', 'login.succeeded']);
+    expect(entries.map((entry) => entry.event)).toEqual(['user.disabled', 'token.revoked', 'token.issued', 'consent.granted', 'login.succeeded']);
     expect(entries[0]).toEqual({
       id: expect.stringMatching(/^\d+$/), time: expect.any(String), event: 'user.disabled', actor: 'operator', user_id: aliceId, client_id: null,
       address: null, request_id: expect.stringMatching(/^cli-/), detail: { username: alice.username, grants_revoked: 1, os_user: expect.any(String) },

@@ -128,7 +128,7 @@ describe('users:delete', () => {
     expect(await introspect(tokens.access_token)).toBe(false);
     expect(await t.app.db.prisma.user.findUnique({ where: { id } })).toBeNull();
     const events = (await t.app.db.prisma.auditEvent.findMany({ where: { userId: id }, orderBy: { id: 'asc' } })).map((row) => row.event);
-    expect(events).toEqual(['login.succeeded', 'consent.granted', 'token.revoked', 'user.deleted']);
+    expect(events).toEqual(['login.succeeded', 'consent.granted', 'token.issued', 'token.revoked', 'user.deleted']);
     expectCleanFailure(await cli(['users:show', id]), `no user "${id}"`, 1);
   });
 });
