@@ -24,8 +24,9 @@ RUN npm run build && npm prune --omit=dev
 FROM node:22-slim
 WORKDIR /app
 ENV NODE_ENV=production PORT=3000 DATA_DIR=/app/data
-# package.json carries "type": "module", which dist/ needs. views/ and prisma/migrations/ are read
-# at run time, found beside dist/ (src/ui/views.ts, src/store/migrate.ts); migrations apply on start.
+# package.json carries "type": "module", which dist/ needs. The pages are compiled into dist/ at
+# build time; views/ (the stylesheet) and prisma/migrations/ are read at run time, found beside
+# dist/ (src/ui/views.ts, src/store/migrate.ts); migrations apply on start.
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist

@@ -1,14 +1,14 @@
 /**
- * Pug pages, compiled once at start-up. Every page gets `csrf` and `title` from its caller.
+ * The pages, compiled from views/*.pug at build time (scripts/compile-views.mjs): only pug's
+ * small runtime is loaded at run time. Every page gets `csrf` and `title` from its caller.
  *
  * @example ctx.body = views.render('login', { title: 'Sign in', csrf });
  */
-import fs from 'node:fs';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pug from 'pug';
 import type { Context } from 'koa';
+import { PAGES } from '../generated/views.js';
 
+/** Where the pages' sources and the stylesheet live (the stylesheet is served from here). */
 export const VIEWS_DIR = fileURLToPath(new URL('../../views', import.meta.url));
 
 export interface Views {
@@ -17,14 +17,9 @@ export interface Views {
   respond(ctx: Context, name: string, locals: Record<string, unknown>, status?: number): void;
 }
 
-export function createViews(dir = VIEWS_DIR): Views {
-  const pages = new Map(
-    fs.readdirSync(dir)
-      .filter((file) => file.endsWith('.pug') && file !== 'layout.pug')
-      .map((file) => [path.basename(file, '.pug'), pug.compileFile(path.join(dir, file))]),
-  );
+export function createViews(pages: Readonly<Record<string, (locals: Record<string, unknown>) => string>> = PAGES): Views {
   const render = (name: string, locals: Record<string, unknown>) => {
-    const page = pages.get(name);
+    const page = Object.hasOwn(pages, name) ? pages[name] : undefined;
     if (!page) throw new Error(`no view named ${name}`);
     return page(locals);
   };
