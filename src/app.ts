@@ -85,7 +85,7 @@ export interface App {
   readonly webhooks: WebhookService;
   /** Where the app writes its access and error lines (issue 11 "Operable in production"). */
   readonly logger: OpsLogger;
-  /** This app's metrics (its own registry); served on METRICS_PORT only. */
+  /** This app's metrics (its own registry), counted and served with METRICS_PORT only. */
   readonly metrics: Metrics;
   /** The port the metrics listener listens on; undefined when METRICS_PORT is unset (no listener). */
   readonly metricsPort: number | undefined;
@@ -121,7 +121,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     await db.close();
     throw error;
   }
-  const metrics = createMetrics({ db, redis });
+  const metrics = await createMetrics({ db, redis }, config.metricsPort !== undefined);
   const memory = redis ? undefined : memoryAdapters();
   const keys = loadKeys(config);
   // The audit trail (issue 11): rows in audit_events and `audit` lines, written where each change is made.
@@ -277,7 +277,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   };
   if (config.metricsPort !== undefined) {
     try {
-      metricsServer = await startMetricsServer(metrics.registry, config.metricsPort);
+      metricsServer = await startMetricsServer(metrics.registry!, config.metricsPort);
     } catch (error) {
       await app.close({ timeoutMs: 0 });
       throw error;

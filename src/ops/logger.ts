@@ -8,9 +8,10 @@
  *
  * @example const logger = createLogger({ level: config.logLevel, pretty: process.stdout.isTTY && !config.production });
  */
+import { createRequire } from 'node:module';
 import { pino } from 'pino';
 import type { DestinationStream, Logger } from 'pino';
-import pretty from 'pino-pretty';
+import type pinoPretty from 'pino-pretty';
 import type { Context } from 'koa';
 
 export type { Logger } from 'pino';
@@ -51,7 +52,11 @@ export function createLogger({ level, pretty: readable = false, destination, std
     timestamp: pino.stdTimeFunctions.isoTime,
   };
   const fd = stderr ? 2 : 1;
-  if (readable) return pino(options, pretty({ colorize: true, sync: true, destination: destination ?? fd }));
+  if (readable) {
+    // Loaded only for a person at a terminal: a service never needs it.
+    const pretty = createRequire(import.meta.url)('pino-pretty') as typeof pinoPretty;
+    return pino(options, pretty({ colorize: true, sync: true, destination: destination ?? fd }));
+  }
   // stdout is written asynchronously: a line waits only while the previous write is under way,
   // and lines that queue meanwhile go out in one write (on this VM a write costs more than the
   // line). pino flushes what is queued when the process exits. stderr (a failed start) stays sync.

@@ -1,25 +1,14 @@
 /**
- * Prometheus metrics (issue 11 "Operable in production"), in a registry of this app's own (not
- * prom-client's global one), so that several apps can run in one process (tests). Served by
- * src/ops/metrics-server.ts on METRICS_PORT only.
+ * What the app counts for Prometheus (issue 11): request durations, tokens issued, login
+ * outcomes, rate-limit refusals, webhook outcomes. Counted only when METRICS_PORT is set: then
+ * prom-client is loaded (ops/prometheus-metrics.ts) and its registry served on that port.
+ * Without it nothing is counted, and prom-client is not even loaded (issue 9, "load what a mode
+ * does not use only in that mode").
  *
- * | metric                                              | type      | labels                      |
- * |-----------------------------------------------------|-----------|-----------------------------|
- * | oauth_http_request_duration_seconds                 | histogram | method, route, status       |
- * | oauth_tokens_issued_total                           | counter   | grant_type                  |
- * | oauth_logins_total                                  | counter   | outcome                     |
- * | oauth_rate_limit_refusals_total                     | counter   | budget                      |
- * | oauth_webhook_deliveries_total                      | counter   | outcome                     |
- * | oauth_webhook_outbox_pending                        | gauge     | — (read on scrape)          |
- * | oauth_webhook_outbox_oldest_pending_age_seconds     | gauge     | — (read on scrape)          |
- * | oauth_postgres_pool_connections                     | gauge     | state: total, idle, waiting |
- * | oauth_redis_connected                               | gauge     | —                           |
- * | process_*, nodejs_* (prom-client defaults)          |           |                             |
- *
- * @example const metrics = createMetrics({ db, redis }); koa.use(accessLog({ …, onResponse: metrics.observeRequest }));
+ * @example const metrics = await createMetrics({ db, redis }, config.metricsPort !== undefined);
  */
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Redis } from 'ioredis';
+import type { Registry } from 'prom-client';
 import type { LoginGuard } from '../accounts/login-guard.js';
 import type { RequestOutcome } from '../http/access-log.js';
 import type { Database } from '../store/database.js';
@@ -31,7 +20,8 @@ export interface MetricsSources {
 }
 
 export interface Metrics {
-  readonly registry: Registry;
+  /** The registry to serve; undefined when nothing is counted. */
+  readonly registry: Registry | undefined;
   observeRequest(outcome: RequestOutcome): void;
   tokenIssued(grantType: string): void;
   webhookOutcome(outcome: string): void;
@@ -41,92 +31,19 @@ export interface Metrics {
   countLogins(guard: LoginGuard): LoginGuard;
 }
 
-const GRANT_TYPES = new Set(['authorization_code', 'refresh_token']);
+/** Counts nothing. */
+export const NO_METRICS: Metrics = {
+  registry: undefined,
+  observeRequest() {},
+  tokenIssued() {},
+  webhookOutcome() {},
+  countRefusals: (factory) => factory,
+  countLogins: (guard) => guard,
+};
 
-export function createMetrics({ db, redis }: MetricsSources): Metrics {
-  const registry = new Registry();
-  const registers = [registry];
-  collectDefaultMetrics({ register: registry });
-
-  const duration = new Histogram({
-    name: 'oauth_http_request_duration_seconds',
-    help: 'Time from receiving a request to its response, by matched route and status.',
-    labelNames: ['method', 'route', 'status'] as const,
-    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-    registers,
-  });
-  const tokens = new Counter({ name: 'oauth_tokens_issued_total', help: 'Token responses issued, by grant type.', labelNames: ['grant_type'] as const, registers });
-  const logins = new Counter({ name: 'oauth_logins_total', help: 'Password login attempts, by outcome (success, failure, blocked).', labelNames: ['outcome'] as const, registers });
-  const refusals = new Counter({ name: 'oauth_rate_limit_refusals_total', help: 'Requests or attempts over a rate-limit budget, by budget.', labelNames: ['budget'] as const, registers });
-  const deliveries = new Counter({ name: 'oauth_webhook_deliveries_total', help: 'Webhook delivery attempts, by outcome (delivered, pending = will retry, failed, gone).', labelNames: ['outcome'] as const, registers });
-
-  // Read on scrape: one indexed aggregate over the pending deliveries (index status, next_attempt_at).
-  const outbox = { pending: 0, oldestAgeSeconds: 0, read: undefined as Promise<void> | undefined };
-  const readOutbox = () => {
-    outbox.read ??= db.prisma.webhookDelivery
-      .aggregate({ where: { status: 'pending' }, _count: { _all: true }, _min: { createdAt: true } })
-      .then((row) => {
-        outbox.pending = row._count._all;
-        outbox.oldestAgeSeconds = row._min.createdAt ? Math.max((Date.now() - row._min.createdAt.getTime()) / 1000, 0) : 0;
-      }, () => { outbox.pending = Number.NaN; outbox.oldestAgeSeconds = Number.NaN; }) // a store that is down: no number
-      .finally(() => { outbox.read = undefined; });
-    return outbox.read;
-  };
-  new Gauge({
-    name: 'oauth_webhook_outbox_pending', help: 'Webhook deliveries waiting to be sent or retried (NaN when the database did not answer).', registers,
-    async collect() { await readOutbox(); this.set(outbox.pending); },
-  });
-  new Gauge({
-    name: 'oauth_webhook_outbox_oldest_pending_age_seconds', help: 'Age of the oldest pending webhook delivery; 0 when none is pending.', registers,
-    async collect() { await readOutbox(); this.set(outbox.oldestAgeSeconds); },
-  });
-  if (db.poolState) {
-    const poolState = db.poolState;
-    new Gauge({
-      name: 'oauth_postgres_pool_connections', help: 'PostgreSQL pool connections: total open, idle, and requests waiting for one.', labelNames: ['state'] as const, registers,
-      collect() {
-        const state = poolState();
-        this.set({ state: 'total' }, state.total);
-        this.set({ state: 'idle' }, state.idle);
-        this.set({ state: 'waiting' }, state.waiting);
-      },
-    });
-  }
-  if (redis) {
-    new Gauge({
-      name: 'oauth_redis_connected', help: '1 when the Redis connection is ready, else 0.', registers,
-      collect() { this.set(redis.status === 'ready' ? 1 : 0); },
-    });
-  }
-
-  return {
-    registry,
-    observeRequest: ({ method, route, status, durationMs }) => {
-      duration.observe({ method, route, status: String(status) }, durationMs / 1000);
-    },
-    tokenIssued: (grantType) => { tokens.inc({ grant_type: GRANT_TYPES.has(grantType) ? grantType : 'other' }); },
-    webhookOutcome: (outcome) => { deliveries.inc({ outcome }); },
-    countRefusals: (factory) => (name, points, duration, options) => {
-      const limiter = factory(name, points, duration, options);
-      return {
-        points: limiter.points,
-        reward: (key) => limiter.reward(key),
-        block: (key, seconds) => limiter.block(key, seconds),
-        delete: (key) => limiter.delete(key),
-        refusedHere: (key) => limiter.refusedHere(key),
-        async consume(key) {
-          const usage = await limiter.consume(key);
-          if (usage.exceeded) refusals.inc({ budget: name });
-          return usage;
-        },
-      };
-    },
-    countLogins: (guard) => ({
-      async attempt(username, address, verify) {
-        const result = await guard.attempt(username, address, verify);
-        logins.inc({ outcome: result.outcome });
-        return result;
-      },
-    }),
-  };
+/** The app's metrics: Prometheus's when `counted`, none otherwise. */
+export async function createMetrics(sources: MetricsSources, counted: boolean): Promise<Metrics> {
+  if (!counted) return NO_METRICS;
+  const { prometheusMetrics } = await import('./prometheus-metrics.js');
+  return prometheusMetrics(sources);
 }

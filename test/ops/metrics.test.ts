@@ -96,12 +96,13 @@ describe('GET /metrics on METRICS_PORT', () => {
 });
 
 describe('without METRICS_PORT', () => {
-  test('no metrics listener is opened', async () => {
+  test('no metrics listener is opened, and nothing is counted', async () => {
     const { t, opened } = await openedBy(() => startTestApp({ mode: 'embedded' }));
     try {
       expect(t.config.metricsPort).toBeUndefined();
       expect(t.app.metricsPort).toBeUndefined();
       expect(opened).toEqual([t.config.port]); // the app's own port only
+      expect(t.app.metrics.registry).toBeUndefined(); // prom-client is not even loaded
     } finally {
       await t.close();
     }
