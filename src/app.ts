@@ -8,7 +8,6 @@ import type http from 'node:http';
 import Koa from 'koa';
 import type { Context } from 'koa';
 import mount from 'koa-mount';
-import { koaBody } from 'koa-body';
 import type Provider from 'oidc-provider';
 import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
@@ -47,7 +46,8 @@ import { DISCOVERY_PATHS, ROUTES, TOKEN_ISSUING_PATHS } from './oidc/routes.js';
 import { specGlue } from './oidc/spec-glue.js';
 import { tokenLookAhead } from './oidc/token-look-ahead.js';
 import { accessLog } from './http/access-log.js';
-import { bodyParseError, handleErrors } from './http/handle-errors.js';
+import { parseBody } from './http/body.js';
+import { handleErrors } from './http/handle-errors.js';
 import { health, HEALTH_PATH, LIVE_PATH, READY_PATH } from './http/health.js';
 import { OPENAPI_PATH, openapiDocument } from './http/openapi-document.js';
 import { requestId } from './http/request-id.js';
@@ -191,11 +191,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   const tokenAudit = providerAudit({ provider, audit, joinRequestWrites, log: (error) => log(error) });
   const cleanup = startCleanup(db.prisma, { auditRetentionDays: config.auditRetentionDays, log: (error) => log(error) });
 
-  const body = koaBody({
-    multipart: false, urlencoded: true, json: true, text: false, jsonStrict: true,
-    formLimit: '16kb', jsonLimit: '16kb',
-    onError: bodyParseError, // a body that does not decode is a 400, not a 500
-  });
+  const body = parseBody(); // forms and JSON of our own pages and APIs, at most 16 kB
 
   const inFlight = trackInFlight();
   const servedPaths = [

@@ -35,7 +35,7 @@ function toWire(thrown: unknown): { body: ErrorBody; status: number } | undefine
 }
 
 /**
- * koa-body's `onError`: a parser error keeps its status (400, 413, 415 above); one without a
+ * How parseBody (http/body.ts) fails: a parser error keeps its status (400, 413, 415 above); one without a
  * status is a body that does not decode (a `Content-Encoding: gzip` or `deflate` that is not,
  * failing in zlib), the client's malformed body too, not a 500. So is a body that can no
  * longer be read because the client's connection is gone (say Node's parser refused its
