@@ -105,8 +105,8 @@ export function rateLimit(limits: RateLimits): Middleware {
 /**
  * The token request's budgets, for the code that reads its client_id (Basic or body): the
  * address budget {@link rateLimit} deferred and, when there is a client_id, its own. Spent at
- * once (rate-limiter-flexible's increments of one tick share one pipeline, see
- * store/batched-increments.ts); a request refused at its address gets its client's point back.
+ * together (the Redis client pipelines the commands of one event-loop turn, store/redis.ts); a
+ * request refused at its address gets its client's point back.
  * True to go on, false when it has answered 429.
  */
 export type ClientAdmission = (ctx: Context, clientId: string | undefined) => Promise<boolean>;

@@ -15,7 +15,6 @@
 import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, RLWrapperTimeouts } from 'rate-limiter-flexible';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
-import { batchedIncrements } from './batched-increments.js';
 
 /** How long a Redis command may take before the insurance limiter answers instead (REDIS_COMMAND_TIMEOUT_MS's default). */
 export const REDIS_TIMEOUT_MS = 1000;
@@ -134,8 +133,8 @@ function wrap(engine: RateLimiterAbstract, points: number, options: LimiterOptio
 }
 
 export function createLimiterFactory(store: LimiterStore): LimiterFactory {
-  // Increments of one tick, whichever limiter they count for, share one round trip.
-  const storeClient = store && batchedIncrements(store.redis);
+  // Increments of one turn, whichever limiter they count for, share one round trip: the client
+  // pipelines them (store/redis.ts, auto-pipelining).
   return (name, points, duration, options) => {
     const memory = new RateLimiterMemory({ keyPrefix: name, points, duration });
     if (!store) return wrap(memory, points, options);
@@ -143,7 +142,7 @@ export function createLimiterFactory(store: LimiterStore): LimiterFactory {
     // not ready). Given to the Redis limiter too, a command that times out in the client
     // (REDIS_COMMAND_TIMEOUT_MS) as the wrapper does would be counted twice in memory.
     const redis = new RateLimiterRedis({
-      storeClient,
+      storeClient: store.redis,
       keyPrefix: `${store.keyPrefix}${name}`,
       points,
       duration,

@@ -7,6 +7,11 @@
  * - one retry per request at most; reconnection goes on in the background, at most every 2 s.
  * A failure then surfaces on the request that needed Redis, as a 503 (store-failure.ts).
  *
+ * Commands are auto-pipelined: those issued in one turn of the event loop (by every request
+ * read in that turn: their rate-limit increments, session reads, …) go to Redis in one write
+ * (issue 9: "rate limiting: one Redis round trip per request, however many budgets apply"; under
+ * load, one round trip serves many requests). A MULTI stays a transaction of its own.
+ *
  * @example const redis = await connectRedis(url, { redisCommandMs: 1000, redisConnectMs: 2000 });
  */
 import type { Redis } from 'ioredis';
@@ -26,6 +31,7 @@ export async function connectRedis(url: string, timeouts: RedisTimeouts = DEFAUL
     commandTimeout: timeouts.redisCommandMs,
     connectTimeout: timeouts.redisConnectMs,
     retryStrategy: (attempt) => Math.min(attempt * 100, 2000),
+    enableAutoPipelining: true,
   });
   // ioredis reconnects by itself; without a listener a lost connection would be an uncaught error.
   redis.on('error', () => {});
