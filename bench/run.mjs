@@ -126,6 +126,15 @@ async function main() {
   const results = [];
   const startRss = {};
   const context = { logDir: tmpDir };
+  /** Node's profiler flags for a server whose profile goes to `<--cpu-prof>/<name>`, or none. */
+  const profiled = (name) => (options['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(options['cpu-prof'], name)}`] : []);
+  /** Each measured row's share of the profile (the samples of its runs only, not fixtures or minting). */
+  const printProfiles = (label, name) => {
+    if (!options['cpu-prof']) return;
+    for (const result of results.filter((r) => r.target === label)) {
+      console.log(`\n${label}, ${result.row}: CPU profile (${path.resolve(options['cpu-prof'], name)})\n${summariseProfiles(path.resolve(options['cpu-prof'], name), { window: result.profileWindow })}`);
+    }
+  };
 
   log('anchor: bare Koa');
   const koa = await startBareKoa(context);
@@ -140,12 +149,13 @@ async function main() {
   const anchorRows = rows.filter((row) => !ROWS[row].serviceOnly);
   if (anchorRows.length) {
     log('anchor: stock oidc-provider, Map adapter (P)');
-    const provider = await startStockProvider(context);
+    const provider = await startStockProvider({ ...context, nodeArgs: profiled('stock-provider') });
     try {
       for (const row of anchorRows) results.push(await measure({ ...provider, kind: 'anchor', label: 'P: stock oidc-provider 9, Map' }, row));
     } finally {
       await provider.close();
     }
+    printProfiles('P: stock oidc-provider 9, Map', 'stock-provider');
   }
 
   let argon2Rate = NaN;
@@ -159,9 +169,7 @@ async function main() {
   for (const mode of modes) {
     const label = mode === 'pg' ? 'this service, Postgres + Redis' : 'this service, embedded';
     log(`${label}: preparing`);
-    const profileDir = options['cpu-prof'] && path.resolve(options['cpu-prof'], mode);
-    const nodeArgs = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
-    const service = await startService(mode, { ...context, nodeArgs, env: serviceEnv });
+    const service = await startService(mode, { ...context, nodeArgs: profiled(mode), env: serviceEnv });
     startRss[label] = service.server.usage().rssBytes / 2 ** 20;
     try {
       if (seed > 0) {
@@ -184,12 +192,7 @@ async function main() {
     } finally {
       await service.close();
     }
-    // Each row's share of the profile: the samples of its measured runs only (not fixtures or minting).
-    if (profileDir) {
-      for (const result of results.filter((r) => r.target === label)) {
-        console.log(`\n${label}, ${result.row}: CPU profile (${profileDir})\n${summariseProfiles(profileDir, { window: result.profileWindow })}`);
-      }
-    }
+    printProfiles(label, mode);
   }
 
   print(results, argon2Rate);

@@ -9,3 +9,6 @@ app.use((ctx) => {
   ctx.body = { status: 'ok', sub: 'bench-user' };
 });
 app.listen(Number(process.env.PORT), '127.0.0.1');
+
+// Stop on SIGTERM by exiting normally: Node writes a --cpu-prof profile only at a normal exit.
+process.once('SIGTERM', () => process.exit(0));

@@ -32,6 +32,7 @@ function live(row: HotRow | null | undefined): AdapterPayload | undefined {
 function consumeGate(type: string, id: string): Gate {
   const at = new Date().toISOString();
   return {
+    row: rowKey(type, id),
     sql: (p) => {
       const now = p(at);
       return `UPDATE oidc_models SET consumed_at = ${now}::timestamptz WHERE type = ${p(type)} AND id = ${p(id)} AND consumed_at IS NULL AND (expires_at IS NULL OR expires_at > ${now}::timestamptz) RETURNING 1`;
@@ -40,6 +41,9 @@ function consumeGate(type: string, id: string): Gate {
   };
 }
 
+/** A row of `oidc_models`, as write batches name the rows they update. */
+const rowKey = (type: string, id: string) => `oidc_models:${type}\0${id}`;
+
 /** The statement's one write to `oidc_models`: every upsert of the request, the last of an instance winning. */
 class ModelUpserts implements Write {
   static readonly KEY = 'oidc_models';
@@ -47,7 +51,11 @@ class ModelUpserts implements Write {
 
   add(type: string, id: string, payload: AdapterPayload, expiresIn: number | undefined): void {
     const expiresAt = expiresIn ? new Date(Date.now() + expiresIn * 1000).toISOString() : null;
-    this.#rows.set(`${type}\0${id}`, [type, id, JSON.stringify(payload), payload.grantId ?? null, payload.uid ?? null, payload.userCode ?? null, expiresAt]);
+    this.#rows.set(rowKey(type, id), [type, id, JSON.stringify(payload), payload.grantId ?? null, payload.uid ?? null, payload.userCode ?? null, expiresAt]);
+  }
+
+  rows(): Iterable<string> {
+    return this.#rows.keys();
   }
 
   sql(p: Placeholder, ok: string): string {

@@ -64,7 +64,8 @@ async function openPostgres(connectionString: string, timeouts: DatabaseTimeouts
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
   // Prepared once per connection: the server plans a hot statement once, not per request.
   const names = new Map<string, string>();
-  const sql: HotSql = async (text, params) => {
+  const sql: HotSql = async (text, params, options) => {
+    if (options?.prepare === false) return (await pool.query(text, params)).rows;
     let name = names.get(text);
     if (!name) names.set(text, name = `hot_${names.size}`);
     return (await pool.query({ name, text, values: params })).rows;

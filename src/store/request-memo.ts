@@ -14,7 +14,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Context, Middleware } from 'koa';
 import type { HotSql } from './sql.js';
-import { WriteBatch } from './write-batch.js';
+import { sendTogether, WriteBatch } from './write-batch.js';
 
 export interface RequestMemo {
   readonly rows: Map<string, unknown>;
@@ -65,7 +65,7 @@ export async function flushPending(): Promise<void> {
   const pending = memo?.pending;
   if (!pending) return;
   memo.pending = undefined;
-  await pending.batch.send(pending.sql);
+  await sendTogether(pending.sql, pending.batch); // with the writes other requests flush in this turn
 }
 
 /** The look-ahead set for this request, taken (it is used once: by the first client lookup). */

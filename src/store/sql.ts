@@ -5,5 +5,8 @@ export interface SqlConnection {
   exec(script: string): Promise<void>;
 }
 
-/** One statement on the request path, straight to the driver (pg pool or PGlite). */
-export type HotSql = <Row = Record<string, unknown>>(text: string, params: unknown[]) => Promise<Row[]>;
+/**
+ * One statement on the request path, straight to the driver (pg pool or PGlite). Prepared once
+ * per connection unless `prepare: false` (a statement whose text varies from call to call).
+ */
+export type HotSql = <Row = Record<string, unknown>>(text: string, params: unknown[], options?: { prepare?: boolean }) => Promise<Row[]>;
