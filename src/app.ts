@@ -27,7 +27,7 @@ import type { Database } from './store/database.js';
 import { startCleanup } from './store/cleanup.js';
 import { storeGuard } from './store/store-failure.js';
 import { clientHasWebhooks, createHotReads } from './store/hot-reads.js';
-import { pendingWrites, requestMemo } from './store/request-memo.js';
+import { pendingWrites, requestMemo, sendWrites } from './store/request-memo.js';
 import type { Write } from './store/write-batch.js';
 import { createLimiterFactory } from './store/limiter.js';
 import { migrate } from './store/migrate.js';
@@ -125,7 +125,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   const memory = redis ? undefined : memoryAdapters();
   const keys = loadKeys(config);
   // The audit trail (issue 11): rows in audit_events and `audit` lines, written where each change is made.
-  const audit = createAuditLog({ prisma: db.prisma, logger });
+  const audit = createAuditLog({ prisma: db.prisma, sql: db.sql, logger });
   const users = createUserStore(db.prisma);
   const clients = createClientStore(db.prisma, audit);
   const views = createViews();
@@ -149,7 +149,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   };
   // Request-path reads, memoised per request (store/hot-reads.ts, README "Storage").
   const hot = createHotReads(db.sql);
-  const findUser = (id: string) => hot.findUser(id, users.findById);
+  const findUser = (id: string) => hot.findUser(id);
   const usernameOf = async (accountId: string) => (await findUser(accountId))?.username;
   const webhooks = createWebhookService({
     prisma: db.prisma,
@@ -216,17 +216,21 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     .use(staticAssets(VIEWS_DIR))
     .use(rateLimit(limits)) // everything below is limited; nothing is parsed or looked up before it
     .use(exactPaths(servedPaths))
+    // Each request's reads and its one write statement (store/request-memo.ts), for every route:
+    // what a page or the provider reads twice is read once, and what a request's events write
+    // (outbox messages, audit rows) joins that statement, sent before the response leaves.
+    .use(requestMemo(guards.durable, tokenLookAhead))
     .use(openapiDocument()) // issue 11: the API's description, from openapi.json
     .use(registerRoutes({ clients, views, body }).routes())
     .use(settingsRoutes({ findClient: clients.find, settings: clientSettings, webhooks, views, body, clock }).routes())
     .use(webhooksApi({ findClient: clients.find, webhooks, body }).routes())
     .use(interactionRoutes({
-      provider, users, guard, audit, views, body,
+      provider, users, findUser, guard, audit, views, body,
       onDenied: (d) => webhooks.raise('authorization.denied', { client_id: d.clientId, client_name: d.clientName, account_id: d.accountId }),
     }).routes())
     .use(applicationsRoutes({
       apps: createAuthorizedApps({ prisma: db.prisma, withEvents: revocationAnnouncer(changes) }),
-      findUser: users.findById,
+      findUser,
       signIn: { guard, users, audit },
       loginSessions: loginSessions(provider),
       views,
@@ -237,9 +241,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
       admitClient: tokenAdmission(tokenByClient),
       usernameOf,
     }))
-    // One request's reads and its one write statement (store/request-memo.ts); the provider's
-    // events are settled inside it, so their outbox messages join that statement.
-    .use(requestMemo(guards.durable, tokenLookAhead))
+    .use(sendWrites(guards.durable)) // the provider's writes, with its events', before the glue sees the answer
     .use(tokenEvents.settle)
     .use(tokenAudit.settle)
     .use(mount(provider));

@@ -15,6 +15,8 @@
  * @example await audit.within((write) => prisma.$transaction(async (tx) => { …; await write(tx, 'user.enabled', { user: id }, context); }));
  */
 import type { Prisma } from '../generated/prisma/client.js';
+import type { HotSql } from '../store/sql.js';
+import { sendTogether, WriteBatch } from '../store/write-batch.js';
 import type { Write } from '../store/write-batch.js';
 import type { Logger } from '../ops/logger.js';
 import { SECRET_FIELDS } from '../ops/logger.js';
@@ -88,7 +90,12 @@ export interface AuditLog {
   inStatement(row: AuditRow): Write;
 }
 
-export function createAuditLog({ prisma, logger }: { prisma: AuditWriter; logger: Logger }): AuditLog {
+/**
+ * `sql`: the request path's driver (store/database.ts `db.sql`); with it, an event recorded on
+ * its own goes out with the writes other requests send in the same turn (store/write-batch.ts),
+ * without Prisma. Without it (the CLI), through Prisma.
+ */
+export function createAuditLog({ prisma, sql, logger }: { prisma: AuditWriter; sql?: HotSql; logger: Logger }): AuditLog {
   const insert = (tx: AuditWriter, row: AuditRow) => tx.auditEvent.create({
     data: {
       event: row.event, actor: row.actor, userId: row.user_id, clientId: row.client_id,
@@ -97,12 +104,24 @@ export function createAuditLog({ prisma, logger }: { prisma: AuditWriter; logger
     select: { id: true },
   });
   const log = (row: AuditRow) => { logger.info({ ...row }, 'audit'); };
+  const inStatement = (row: AuditRow): Write => ({
+    sql: (p, ok) => `INSERT INTO audit_events (event, actor, user_id, client_id, address, request_id, detail)
+      SELECT ${p(row.event)}::text, ${p(row.actor)}::text, ${p(row.user_id)}::text, ${p(row.client_id)}::text, ${p(row.address)}::text, ${p(row.request_id)}::text, ${p(JSON.stringify(row.detail))}::jsonb
+      WHERE ${ok} RETURNING 1`,
+    written: (rows) => { if (rows) log(row); },
+  });
 
   return {
     async record(event, fields, context) {
       const row = auditRow(event, fields, context);
-      await insert(prisma, row);
-      log(row);
+      if (!sql) {
+        await insert(prisma, row);
+        log(row);
+        return;
+      }
+      const batch = new WriteBatch();
+      batch.write('audit', inStatement(row));
+      await sendTogether(sql, batch); // awaited here: written before the request goes on, whatever it does next
     },
     async within(run) {
       const written: AuditRow[] = [];
@@ -114,11 +133,6 @@ export function createAuditLog({ prisma, logger }: { prisma: AuditWriter; logger
       written.forEach(log);
       return result;
     },
-    inStatement: (row) => ({
-      sql: (p, ok) => `INSERT INTO audit_events (event, actor, user_id, client_id, address, request_id, detail)
-        SELECT ${p(row.event)}::text, ${p(row.actor)}::text, ${p(row.user_id)}::text, ${p(row.client_id)}::text, ${p(row.address)}::text, ${p(row.request_id)}::text, ${p(JSON.stringify(row.detail))}::jsonb
-        WHERE ${ok} RETURNING 1`,
-      written: (rows) => { if (rows) log(row); },
-    }),
+    inStatement,
   };
 }

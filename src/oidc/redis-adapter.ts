@@ -1,8 +1,13 @@
 /**
  * The adapter contract on Redis. Each instance is a hash `{payload, consumed?}` that expires
  * with the model; side indexes map grantId, uid and userCode to it.
+ *
+ * What a request reads is remembered for that request (store/request-memo.ts; a consent post
+ * asks for its interaction and its session three times over): as Redis answered it, parsed
+ * afresh for each caller, and forgotten once the request writes that instance.
  */
 import type { Redis } from 'ioredis';
+import { forget, memoised } from '../store/request-memo.js';
 import type { Adapter, AdapterFor, AdapterPayload } from './adapter.js';
 import { alreadyConsumed, withConsumed } from './adapter.js';
 
@@ -24,18 +29,26 @@ export function redisAdapters(redis: Redis, prefix: string): AdapterFor {
     const userCodeKey = (userCode: string) => `${prefix}${model}:userCode:${userCode}`;
 
     async function find(id: string): Promise<AdapterPayload | undefined> {
-      const { payload, consumed } = await redis.hgetall(key(id));
+      const { payload, consumed } = await memoised(`redis:${key(id)}`, () => redis.hgetall(key(id)));
       if (!payload) return undefined;
       return withConsumed(JSON.parse(payload) as AdapterPayload, consumed ? Number(consumed) : undefined);
     }
 
     async function findVia(indexKey: string) {
-      const id = await redis.get(indexKey);
+      const id = await memoised(`redis:${indexKey}`, () => redis.get(indexKey));
       return id ? find(id) : undefined;
     }
 
+    /** This request wrote the instance `id`: its reads of it (and of any index) are read again. */
+    const written = (id: string) => {
+      forget(`redis:${key(id)}`);
+      forget(`redis:${prefix}${model}:uid:`);
+      forget(`redis:${prefix}${model}:userCode:`);
+    };
+
     return {
       async upsert(id, payload, expiresIn) {
+        written(id);
         const multi = redis.multi().del(key(id)).hset(key(id), 'payload', JSON.stringify(payload));
         if (expiresIn) multi.expire(key(id), expiresIn);
         if (payload.grantId) {
@@ -53,6 +66,7 @@ export function redisAdapters(redis: Redis, prefix: string): AdapterFor {
       findByUid: (uid) => findVia(uidKey(uid)),
       findByUserCode: (userCode) => findVia(userCodeKey(userCode)),
       async consume(id) {
+        written(id);
         const result = await redis.eval(CONSUME, 1, key(id), String(Math.floor(Date.now() / 1000)));
         if (result !== 1) throw alreadyConsumed(model);
       },
@@ -60,6 +74,7 @@ export function redisAdapters(redis: Redis, prefix: string): AdapterFor {
         // Its uid and user-code indexes go with it, or every ended session would leave its
         // index key behind for the session's whole TTL (14 days). An index that already names
         // a newer instance is left alone.
+        written(id);
         const payload = await redis.hget(key(id), 'payload');
         const { uid, userCode } = payload ? JSON.parse(payload) as AdapterPayload : {};
         const multi = redis.multi().del(key(id));
@@ -69,6 +84,7 @@ export function redisAdapters(redis: Redis, prefix: string): AdapterFor {
         await multi.exec();
       },
       async revokeByGrantId(grantId) {
+        forget(`redis:${prefix}${model}:`);
         const keys = await redis.lrange(grantKey(grantId), 0, -1);
         await redis.del(...keys, grantKey(grantId));
       },

@@ -7,6 +7,7 @@
  * | a token or a code      | its grant, its user, its client, whether that client has webhook endpoints |
  * | a client, on a token request | the code or refresh token the form names, with all of the above      |
  * | a client, otherwise    | what the login session points at: its user and its grant for that client   |
+ * | a user by id           | —                                                                         |
  *
  * A token request asks for the client (authentication), then the code, grant and user; a
  * silent authorization for the client, then the account, then the grant. Whether the client has
@@ -129,6 +130,8 @@ FROM ${KEYS('client_id text, account_id uuid, grant_id text')}
 LEFT JOIN clients c ON c.client_id = k.client_id
 LEFT JOIN oidc_models g ON g.type = 'Grant' AND g.id = k.grant_id`;
 
+const USERS = `SELECT k.n, to_jsonb(u) AS "user" FROM ${KEYS('id uuid')} JOIN users u ON u.id = k.id`;
+
 interface ClientRow {
   client: Json | null;
   has_webhooks: boolean;
@@ -155,6 +158,7 @@ export function createHotReads(sql: HotSql) {
   const plain = byTurn<{ type: string; id: string }, HotRow>(sql, FIND);
   const related = byTurn<{ type: string; id: string }, RelatedRow>(sql, FIND_WITH_RELATIONS);
   const clients = byTurn<{ client_id: string; account_id: string | null; grant_id: string | null }, ClientRow>(sql, CLIENT);
+  const users = byTurn<{ id: string }, { user: Json }>(sql, USERS);
 
   /** A model instance by id; a token or code brings its grant, user and client into the memo. */
   async function readModel(type: string, id: string): Promise<HotRow | null> {
@@ -195,9 +199,13 @@ export function createHotReads(sql: HotSql) {
         return row.client ? asClient(row.client) : null;
       });
     },
-    /** A user by id, memoised for the request (`read` is the store's own lookup). */
-    findUser(id: string, read: (id: string) => Promise<User | null>): Promise<User | null> {
-      return memoised(`user:${id}`, () => read(id));
+    /** A user by id (null for an id that is not a UUID), memoised for the request. */
+    findUser(id: string): Promise<User | null> {
+      if (!UUID.test(id)) return Promise.resolve(null);
+      return memoised(`user:${id}`, async () => {
+        const row = await users({ id });
+        return row ? asUser(row.user) : null;
+      });
     },
   };
 }

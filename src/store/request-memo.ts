@@ -68,12 +68,15 @@ export async function flushPending(): Promise<void> {
   await sendTogether(pending.sql, pending.batch); // with the writes other requests flush in this turn
 }
 
-/** The look-ahead set for this request, taken (it is used once: by the first client lookup). */
+/**
+ * What this request will look up after its client, taken (it is used once: by the first client
+ * lookup). Asked then, not when the request starts: a token request's form is read on the way.
+ */
 export function takeLookAhead(): LookAhead | undefined {
   const rows = storage.getStore()?.rows;
-  const ahead = rows?.get(LOOK_AHEAD) as LookAhead | undefined;
+  const ahead = rows?.get(LOOK_AHEAD) as (() => LookAhead | undefined) | undefined;
   rows?.delete(LOOK_AHEAD);
-  return ahead;
+  return ahead?.();
 }
 
 /**
@@ -84,20 +87,31 @@ export function takeLookAhead(): LookAhead | undefined {
  */
 export function requestMemo(guard: <T>(work: () => Promise<T>) => Promise<T>, lookAhead?: (ctx: Context) => LookAhead | undefined): Middleware {
   return (ctx, next) => storage.run({ rows: new Map(), pending: undefined }, async () => {
-    const ahead = lookAhead?.(ctx);
-    if (ahead) remember(LOOK_AHEAD, ahead);
+    if (lookAhead) remember(LOOK_AHEAD, () => lookAhead(ctx));
+    await next();
+    if (storage.getStore()?.pending) await guard(flushPending);
+  });
+}
+
+/**
+ * Sends the writes the handlers below deferred as soon as they are done, before the response
+ * goes back up: mounted in front of the provider, so that a deferred consume that lost its race
+ * is answered as the provider answers a used code (400 invalid_grant), which the spec glue in
+ * front of it then treats as it treats the provider's own.
+ */
+export function sendWrites(guard: <T>(work: () => Promise<T>) => Promise<T>): Middleware {
+  return async (ctx, next) => {
     await next();
     if (!storage.getStore()?.pending) return;
     try {
       await guard(flushPending);
     } catch (error) {
-      // A deferred consume that lost its race: answered as the provider answers it (400 invalid_grant).
       const refused = error as { error?: unknown; error_description?: unknown; statusCode?: unknown };
       if (typeof refused.error !== 'string' || typeof refused.statusCode !== 'number') throw error;
       ctx.status = refused.statusCode;
       ctx.body = { error: refused.error, error_description: refused.error_description };
     }
-  });
+  };
 }
 
 /** Runs `work` as one request (tests): with a fresh memo, whose deferred writes are sent when `work` ends. */

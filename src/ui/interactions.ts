@@ -10,7 +10,7 @@ import type { Context, Middleware } from 'koa';
 import type Provider from 'oidc-provider';
 import type { InteractionResults } from 'oidc-provider';
 import { ServiceError } from '../errors.js';
-import type { UserStore } from '../accounts/user-store.js';
+import type { User, UserStore } from '../accounts/user-store.js';
 import type { LoginGuard } from '../accounts/login-guard.js';
 import { ANONYMOUS, userActor } from '../audit/audit-events.js';
 import type { AuditLog } from '../audit/audit-log.js';
@@ -23,6 +23,8 @@ import type { Views } from './views.js';
 export interface InteractionDependencies {
   provider: Provider;
   users: UserStore;
+  /** A user by id, read with the request's other reads (store/hot-reads.ts). */
+  findUser: (id: string) => Promise<User | null>;
   /** Brute-force protection of the login form. */
   guard: LoginGuard;
   /** Sign-ins and consent decisions are audited (`login.*`, `consent.granted`, `consent.denied`). */
@@ -40,7 +42,7 @@ export interface AuthorizationDenial {
   accountId: string | undefined;
 }
 
-export function interactionRoutes({ provider, users, guard, audit, views, body, onDenied }: InteractionDependencies): Router {
+export function interactionRoutes({ provider, users, findUser, guard, audit, views, body, onDenied }: InteractionDependencies): Router {
   const router = new Router({ prefix: '/interaction/:uid' });
 
   async function details(ctx: Context, expected?: 'login' | 'consent') {
@@ -67,7 +69,7 @@ export function interactionRoutes({ provider, users, guard, audit, views, body, 
   router.get('/', async (ctx) => {
     const { interaction, clientName } = await details(ctx);
     if (interaction.prompt.name === 'login') return loginPage(ctx, { uid: interaction.uid, clientName });
-    const user = await users.findById(String(interaction.session?.accountId));
+    const user = await findUser(String(interaction.session?.accountId));
     ctx.set('Cache-Control', 'no-store');
     views.respond(ctx, 'consent', { title: 'Allow access', csrf: csrfToken(ctx), uid: interaction.uid, clientName, username: user?.username });
   });
