@@ -14,6 +14,14 @@ export interface MetricsServer {
   close(): Promise<void>;
 }
 
+/**
+ * prom-client 15 writes a not-a-number sample as `Nan`; the text format spells it `NaN`
+ * (https://prometheus.io/docs/instrumenting/exposition_formats/#text-format-details), and strict
+ * parsers refuse the other spelling. Our gauges say NaN when the database does not answer (the
+ * outbox gauges), and Node's event-loop lag mean is NaN between two scrapes without a sample.
+ */
+const exposition = (text: string) => text.replace(/ Nan$/gm, ' NaN');
+
 export async function startMetricsServer(registry: Registry, port: number): Promise<MetricsServer> {
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '').split('?')[0];
@@ -22,7 +30,7 @@ export async function startMetricsServer(registry: Registry, port: number): Prom
       return;
     }
     registry.metrics().then((text) => {
-      res.writeHead(200, { 'content-type': registry.contentType, 'cache-control': 'no-store' }).end(req.method === 'HEAD' ? undefined : text);
+      res.writeHead(200, { 'content-type': registry.contentType, 'cache-control': 'no-store' }).end(req.method === 'HEAD' ? undefined : exposition(text));
     }, (error: unknown) => {
       res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end(`metrics collection failed: ${(error as Error).message}\n`);
     });
