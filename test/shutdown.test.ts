@@ -23,28 +23,45 @@ import type { TestApp } from './helpers/test-app.js';
 const USER = { username: 'drain', password: 'correct horse battery' };
 
 /**
- * Sends a code exchange and hangs up once the server is inside its handler: the code is consumed
- * (read from `db`) but the response has not come. Hanging up earlier would race the server's
- * reading of the body, and a request the server has not read is not in flight.
+ * In flight at the signal: plain code exchanges, and exchanges whose clients hang up inside the
+ * handler (each holds a watcher's row lock, so a connection of the server's pool, until it
+ * hangs up: a few are enough to prove the point without starving the pool).
  */
-function exchangeAndHangUp(baseUrl: string, client: TestClient, code: string, db: pg.Client): Promise<'hung up' | 'answered'> {
-  return new Promise((resolve) => {
-    const body = new URLSearchParams({ code, client_id: client.client_id, client_secret: client.client_secret }).toString();
-    const req = http.request(`${baseUrl}/api/token.php`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', 'content-length': Buffer.byteLength(body) } });
-    let answered = false;
-    req.on('response', (res) => { answered = true; res.resume(); });
-    req.on('error', () => undefined);
-    req.end(body, async () => {
-      const deadline = Date.now() + 5000;
-      while (!answered && Date.now() < deadline) {
-        const { rows } = await db.query("SELECT 1 FROM oidc_models WHERE type = 'AuthorizationCode' AND id = $1 AND consumed_at IS NOT NULL", [code]);
-        if (rows.length > 0) break;
-      }
-      if (answered) return resolve('answered'); // too quick to catch: a finished exchange, checked below all the same
-      req.destroy();
-      resolve('hung up');
+const EXCHANGES = 8;
+const HANG_UPS = 3;
+
+/**
+ * Sends a code exchange and hangs up while the server is inside its handler: `db` holds the
+ * code's row locked, so the server's consume waits on it; once PostgreSQL shows that statement
+ * blocked by `db`, the client hangs up, then the lock is released and the server finishes an
+ * exchange nobody waits for. (Hanging up at a guess would race the server's reading of the body,
+ * and a request the server has not read is not in flight.)
+ */
+async function exchangeAndHangUp(baseUrl: string, client: TestClient, code: string, db: pg.Client): Promise<'hung up' | 'answered'> {
+  await db.query('BEGIN');
+  await db.query("SELECT 1 FROM oidc_models WHERE type = 'AuthorizationCode' AND id = $1 FOR UPDATE", [code]);
+  try {
+    return await new Promise((resolve) => {
+      const body = new URLSearchParams({ code, client_id: client.client_id, client_secret: client.client_secret }).toString();
+      const req = http.request(`${baseUrl}/api/token.php`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', 'content-length': Buffer.byteLength(body) } });
+      let answered = false;
+      req.on('response', (res) => { answered = true; res.resume(); });
+      req.on('error', () => undefined);
+      req.end(body, async () => {
+        const deadline = Date.now() + 5000;
+        while (!answered && Date.now() < deadline) {
+          const { rows } = await db.query('SELECT 1 FROM pg_stat_activity WHERE pg_backend_pid() = ANY (pg_blocking_pids(pid))');
+          if (rows.length > 0) break;
+          await new Promise((resolve) => setTimeout(resolve, 5)); // eight watchers polling flat out would starve the server
+        }
+        if (answered) return resolve('answered'); // refused before its consume: checked below all the same
+        req.destroy();
+        resolve('hung up');
+      });
     });
-  });
+  } finally {
+    await db.query('COMMIT');
+  }
 }
 
 const causeCode = (error: unknown) => (error as { cause?: { code?: string } }).cause?.code;
@@ -73,7 +90,7 @@ describe('SIGTERM under load', () => {
     const t = { baseUrl: instance.baseUrl } as TestApp;
     client = await registerClient(t);
     accessToken = (await obtainTokens(t, client, USER)).access_token;
-    for (let i = 0; i < 16; i += 1) codes.push(await obtainCode(instance.baseUrl, client, USER));
+    for (let i = 0; i < EXCHANGES + HANG_UPS; i += 1) codes.push(await obtainCode(instance.baseUrl, client, USER));
   }, 180_000);
   afterAll(async () => {
     if (instance) await stopInstance(instance);
@@ -124,8 +141,8 @@ describe('SIGTERM under load', () => {
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const okBefore = outcomes.ok;
 
-    // In flight at the signal: code exchanges, half of them from clients that hang up at once.
-    const exchanges = codes.slice(0, 8).map(async (code) => {
+    // In flight at the signal: code exchanges, and some whose clients hang up inside the handler.
+    const exchanges = codes.slice(0, EXCHANGES).map(async (code) => {
       const res = await fetch(`${instance.baseUrl}/api/token.php`, {
         method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' },
         body: new URLSearchParams({ code, client_id: client.client_id, client_secret: client.client_secret }).toString(),
@@ -134,12 +151,12 @@ describe('SIGTERM under load', () => {
       if (res.status !== 200) outcomes.failed.push(`exchange ${res.status}`);
       return body.access_token;
     });
-    const watchers = await Promise.all(codes.slice(8).map(async () => {
+    const watchers = await Promise.all(codes.slice(EXCHANGES).map(async () => {
       const db = new pg.Client({ connectionString: database.url });
       await db.connect();
       return db;
     }));
-    const hangUps = codes.slice(8).map((code, i) => exchangeAndHangUp(instance.baseUrl, client, code, watchers[i]!));
+    const hangUps = codes.slice(EXCHANGES).map((code, i) => exchangeAndHangUp(instance.baseUrl, client, code, watchers[i]!));
     await new Promise((resolve) => setTimeout(resolve, 5));
     const signalledAt = Date.now();
     instance.child.kill('SIGTERM');
@@ -168,7 +185,7 @@ describe('SIGTERM under load', () => {
       const { rows } = await db.query<{ consumed: number; tokens: number }>(`
         SELECT (SELECT count(*)::int FROM oidc_models WHERE type = 'AuthorizationCode' AND id = ANY($1) AND consumed_at IS NOT NULL) AS consumed,
                (SELECT count(*)::int FROM oidc_models WHERE type = 'AccessToken' AND payload->>'clientId' = $2) AS tokens`, [codes, client.client_id]);
-      expect(rows[0]).toEqual({ consumed: 16, tokens: 1 + 16 });
+      expect(rows[0]).toEqual({ consumed: EXCHANGES + HANG_UPS, tokens: 1 + EXCHANGES + HANG_UPS });
     } finally {
       await db.end();
     }

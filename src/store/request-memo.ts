@@ -5,7 +5,8 @@
  * another, reads again. Nothing here outlives a request; no cache is shared between requests.
  *
  * - `rows`: rows read (or known absent) by this request: a grant, a user, a client, whether a
- *   client has webhook endpoints. Writes of the same request replace or drop them.
+ *   client has webhook endpoints, a session or an interaction as Redis answered it. Writes of
+ *   the same request replace or drop them.
  * - `pending`: the writes the request deferred (tokens, their consume, outbox messages), sent as
  *   one statement (store/write-batch.ts) before anything else is read or the response leaves.
  *
