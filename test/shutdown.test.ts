@@ -22,13 +22,9 @@ import type { TestApp } from './helpers/test-app.js';
 
 const USER = { username: 'drain', password: 'correct horse battery' };
 
-/**
- * In flight at the signal: plain code exchanges, and exchanges whose clients hang up inside the
- * handler (each holds a watcher's row lock, so a connection of the server's pool, until it
- * hangs up: a few are enough to prove the point without starving the pool).
- */
+/** In flight at the signal: plain code exchanges, and exchanges whose clients hang up inside the handler. */
 const EXCHANGES = 8;
-const HANG_UPS = 3;
+const HANG_UPS = 8;
 
 /**
  * Sends a code exchange and hangs up while the server is inside its handler: `db` holds the
@@ -50,7 +46,9 @@ async function exchangeAndHangUp(baseUrl: string, client: TestClient, code: stri
       req.end(body, async () => {
         const deadline = Date.now() + 5000;
         while (!answered && Date.now() < deadline) {
-          const { rows } = await db.query('SELECT 1 FROM pg_stat_activity WHERE pg_backend_pid() = ANY (pg_blocking_pids(pid))');
+          // pg_locks, not pg_stat_activity: the latter is read once per transaction, and this
+          // watcher polls from inside the transaction that holds the lock.
+          const { rows } = await db.query('SELECT 1 FROM pg_locks WHERE NOT granted AND pg_backend_pid() = ANY (pg_blocking_pids(pid))');
           if (rows.length > 0) break;
           await new Promise((resolve) => setTimeout(resolve, 5)); // eight watchers polling flat out would starve the server
         }
