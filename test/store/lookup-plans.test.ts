@@ -3,7 +3,9 @@
  * 20261124000000_partial_lookup_indexes). With full (type, uid) and (type, user_code) indexes,
  * statistics gathered while codes were rare led the planner to read every code of the table
  * through one of them for each consume; the bench's million-token store fell from 0.34 to 0.11 P
- * on code exchanges. The lookups by uid and user code still have their indexes.
+ * on code exchanges. The lookups by uid and user code still have their indexes. A revocation of a
+ * grant's tokens of one type reads one short range of the (grant_id, type) index (migration
+ * 20261124100000_grant_type_index), never the primary key's range of every token of that type.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import pg from 'pg';
@@ -64,5 +66,32 @@ describe('oidc_models lookups on PostgreSQL', () => {
     } finally {
       await client.query('RESET enable_seqscan');
     }
+  });
+});
+
+describe('revoking a grant\'s tokens on PostgreSQL', () => {
+  let store: TestStore;
+  let client: pg.Client;
+
+  beforeAll(async () => {
+    store = await openTestDatabase('postgres', { migrated: true });
+    client = new pg.Client({ connectionString: store.url });
+    await client.connect();
+    // No statistics, and 20,000 dead access tokens left by earlier ones (no VACUUM since).
+    await client.query(`INSERT INTO oidc_models (type, id, payload, grant_id, expires_at)
+      SELECT 'AccessToken', 'old-' || g, '{}', 'old-g-' || g, now() + interval '1 hour' FROM generate_series(1, 20000) g`);
+    await client.query('DELETE FROM oidc_models');
+    await client.query(`INSERT INTO oidc_models (type, id, payload, grant_id, expires_at)
+      SELECT 'AccessToken', 'at-' || g, '{}', 'g-' || g, now() + interval '1 hour' FROM generate_series(1, 20) g`);
+  }, 60_000);
+  afterAll(async () => {
+    await client?.end();
+    await store?.close();
+  });
+
+  test('revokeByGrantId (type and grant) reads the (grant_id, type) index alone', async () => {
+    // Prisma's deleteMany({ where: { type, grantId } }) in src/oidc/postgres-adapter.ts, as SQL.
+    const { rows } = await client.query(`EXPLAIN (FORMAT JSON) DELETE FROM oidc_models WHERE type = $1 AND grant_id = $2`, ['AccessToken', 'g-5']);
+    expect(indexesOf(rows[0]['QUERY PLAN'])).toEqual(['oidc_models_grant_id_type_idx']);
   });
 });
