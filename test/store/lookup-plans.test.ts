@@ -23,18 +23,34 @@ function indexesOf(plan: unknown): string[] {
   return names;
 }
 
-describe('oidc_models lookups on PostgreSQL', () => {
-  let store: TestStore;
-  let client: pg.Client;
-  const explain = async (text: string, params: unknown[]) => {
-    const { rows } = await client.query(`EXPLAIN (FORMAT JSON) ${text}`, params);
-    return indexesOf(rows[0]['QUERY PLAN']);
-  };
-
+/**
+ * A fresh migrated PostgreSQL database for the enclosing describe block, filled by `seed` with a
+ * client of its own; answers the indexes each statement's plan reads (EXPLAIN, values bound).
+ */
+function planningDatabase(seed: (client: pg.Client) => Promise<void>) {
+  let store: TestStore | undefined;
+  let client: pg.Client | undefined;
   beforeAll(async () => {
     store = await openTestDatabase('postgres', { migrated: true });
     client = new pg.Client({ connectionString: store.url });
     await client.connect();
+    await seed(client);
+  }, 60_000);
+  afterAll(async () => {
+    await client?.end();
+    await store?.close();
+  });
+  return {
+    query: (text: string) => client!.query(text),
+    async explain(text: string, params: unknown[]): Promise<string[]> {
+      const { rows } = await client!.query(`EXPLAIN (FORMAT JSON) ${text}`, params);
+      return indexesOf(rows[0]['QUERY PLAN']);
+    },
+  };
+}
+
+describe('oidc_models lookups on PostgreSQL', () => {
+  const db = planningDatabase(async (client) => {
     // Statistics taken while the table held 100,000 tokens and a single code; then 2,000 codes.
     await client.query(`INSERT INTO oidc_models (type, id, payload, grant_id, expires_at)
       SELECT 'AccessToken', 'at-' || g, '{}', 'g-' || g, now() + interval '1 hour' FROM generate_series(1, 100000) g`);
@@ -42,10 +58,6 @@ describe('oidc_models lookups on PostgreSQL', () => {
     await client.query('ANALYZE oidc_models');
     await client.query(`INSERT INTO oidc_models (type, id, payload, grant_id, expires_at)
       SELECT 'AuthorizationCode', 'code-' || g, '{}', 'g-' || g, now() + interval '10 minutes' FROM generate_series(1, 2000) g`);
-  }, 60_000);
-  afterAll(async () => {
-    await client?.end();
-    await store?.close();
   });
 
   test("a code's consume (the write statement's gate) and a lookup by id use the primary key", async () => {
@@ -53,45 +65,34 @@ describe('oidc_models lookups on PostgreSQL', () => {
     const consume = `UPDATE oidc_models SET consumed_at = $1::timestamptz WHERE type = $2 AND id = $3 AND consumed_at IS NULL AND (expires_at IS NULL OR expires_at > $1::timestamptz) RETURNING 1`;
     const now = new Date().toISOString();
     for (const type of ['AuthorizationCode', 'RefreshToken', 'AccessToken']) {
-      expect(await explain(consume, [now, type, 'code-77'])).toEqual(['oidc_models_pkey']);
-      expect(await explain('SELECT payload FROM oidc_models WHERE type = $1 AND id = $2', [type, 'code-77'])).toEqual(['oidc_models_pkey']);
+      expect(await db.explain(consume, [now, type, 'code-77'])).toEqual(['oidc_models_pkey']);
+      expect(await db.explain('SELECT payload FROM oidc_models WHERE type = $1 AND id = $2', [type, 'code-77'])).toEqual(['oidc_models_pkey']);
     }
   });
 
   test('lookups by uid and by user code still use their (partial) indexes', async () => {
-    await client.query('SET enable_seqscan = off');
+    await db.query('SET enable_seqscan = off');
     try {
-      expect(await explain('SELECT payload FROM oidc_models WHERE type = $1 AND uid = $2 LIMIT 1', ['Session', 'u-1'])).toEqual(['oidc_models_type_uid_idx']);
-      expect(await explain('SELECT payload FROM oidc_models WHERE type = $1 AND user_code = $2 LIMIT 1', ['DeviceCode', 'ABCD-EFGH'])).toEqual(['oidc_models_type_user_code_idx']);
+      expect(await db.explain('SELECT payload FROM oidc_models WHERE type = $1 AND uid = $2 LIMIT 1', ['Session', 'u-1'])).toEqual(['oidc_models_type_uid_idx']);
+      expect(await db.explain('SELECT payload FROM oidc_models WHERE type = $1 AND user_code = $2 LIMIT 1', ['DeviceCode', 'ABCD-EFGH'])).toEqual(['oidc_models_type_user_code_idx']);
     } finally {
-      await client.query('RESET enable_seqscan');
+      await db.query('RESET enable_seqscan');
     }
   });
 });
 
 describe('revoking a grant\'s tokens on PostgreSQL', () => {
-  let store: TestStore;
-  let client: pg.Client;
-
-  beforeAll(async () => {
-    store = await openTestDatabase('postgres', { migrated: true });
-    client = new pg.Client({ connectionString: store.url });
-    await client.connect();
+  const db = planningDatabase(async (client) => {
     // No statistics, and 20,000 dead access tokens left by earlier ones (no VACUUM since).
     await client.query(`INSERT INTO oidc_models (type, id, payload, grant_id, expires_at)
       SELECT 'AccessToken', 'old-' || g, '{}', 'old-g-' || g, now() + interval '1 hour' FROM generate_series(1, 20000) g`);
     await client.query('DELETE FROM oidc_models');
     await client.query(`INSERT INTO oidc_models (type, id, payload, grant_id, expires_at)
       SELECT 'AccessToken', 'at-' || g, '{}', 'g-' || g, now() + interval '1 hour' FROM generate_series(1, 20) g`);
-  }, 60_000);
-  afterAll(async () => {
-    await client?.end();
-    await store?.close();
   });
 
   test('revokeByGrantId (type and grant) reads the (grant_id, type) index alone', async () => {
     // Prisma's deleteMany({ where: { type, grantId } }) in src/oidc/postgres-adapter.ts, as SQL.
-    const { rows } = await client.query(`EXPLAIN (FORMAT JSON) DELETE FROM oidc_models WHERE type = $1 AND grant_id = $2`, ['AccessToken', 'g-5']);
-    expect(indexesOf(rows[0]['QUERY PLAN'])).toEqual(['oidc_models_grant_id_type_idx']);
+    expect(await db.explain('DELETE FROM oidc_models WHERE type = $1 AND grant_id = $2', ['AccessToken', 'g-5'])).toEqual(['oidc_models_grant_id_type_idx']);
   });
 });
