@@ -47,4 +47,4 @@ EXPOSE 3000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/healthz/live').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # node as PID 1 receives SIGTERM directly; src/main.ts closes connections and stores on it.
-CMD ["node", "dist/main.js"]
+CMD ["node", "dist/launch.cjs"]

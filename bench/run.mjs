@@ -2,7 +2,7 @@
  * `npm run bench`: the service against its anchors, measured in one run, printed as one table.
  *
  * Builds the service, then starts each server under test in its own process — bare Koa, the
- * stock oidc-provider with a Map adapter (P), and this service (`node dist/main.js`, as
+ * stock oidc-provider with a Map adapter (P), and this service (`node dist/launch.cjs`, as
  * `npm start` runs it) on PostgreSQL + Redis and embedded — and drives each from another
  * process (autocannon, 32 connections; fresh login flows: 8 browsers). Each figure: a warm-up,
  * then the median of 3 runs of 8 s. Costs per request are counted on the stores' side
@@ -14,6 +14,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -161,8 +162,11 @@ async function main() {
   let argon2Rate = NaN;
   if (rows.includes('login')) {
     log('ceiling: argon2id verifies/s');
+    // On the thread pool the service's entry point gives itself (src/launch.cts), or the operator's.
+    const { threadPoolSize } = createRequire(import.meta.url)(path.join(ROOT, 'dist', 'launch.cjs'));
+    const pool = { UV_THREADPOOL_SIZE: serviceEnv.UV_THREADPOOL_SIZE ?? String(threadPoolSize()) };
     const rates = [];
-    for (let i = 0; i < settings.runs; i += 1) rates.push((await runDriver('argon2-rate', { seconds: settings.seconds, concurrency: 8 })).perSecond);
+    for (let i = 0; i < settings.runs; i += 1) rates.push((await runDriver('argon2-rate', { seconds: settings.seconds, concurrency: 8 }, pool)).perSecond);
     argon2Rate = median(rates);
   }
 

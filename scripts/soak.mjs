@@ -3,7 +3,7 @@
  * long time against the built service on PostgreSQL and Redis, to show that memory, latency and
  * the stores stay flat.
  *
- * 1. builds, starts `node dist/main.js` on a fresh database and Redis key prefix (removed at the end);
+ * 1. builds, starts `node dist/launch.cjs` on a fresh database and Redis key prefix (removed at the end);
  * 2. unless --rate is given, measures the maximum: closed loops of 1, 2, 4, 8 concurrent flows for
  *    --ramp-seconds in all, and takes half the best flows/s;
  * 3. starts flows at that rate (open loop: a slow service does not slow the arrivals) for

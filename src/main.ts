@@ -29,7 +29,7 @@ import { routeProcessOutput } from './ops/process-output.js';
  * the resident set under 200 MB under the bench's load at no measurable throughput cost (full
  * collections take ≈ 10 ms), and, unlike a heap cap, never fails a larger live set: the heap
  * still grows with it. V8 reads the factor whenever it sets the next limit, so setting it here
- * takes effect from the first collection; `node --heap-growing-percent=N dist/main.js` overrides it.
+ * takes effect from the first collection; `node --heap-growing-percent=N dist/launch.cjs` overrides it.
  */
 if (!process.execArgv.some((arg) => arg.startsWith('--heap-growing-percent'))) v8.setFlagsFromString('--heap-growing-percent=50');
 

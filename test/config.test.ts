@@ -1,6 +1,6 @@
 /**
  * src/config.ts, the only reader of the environment: its defaults, a ConfigError naming the
- * variable for every bad value, production's demands, a frozen result; and `node dist/main.js`
+ * variable for every bad value, production's demands, a frozen result; and `node dist/launch.cjs`
  * refusing to start on a bad value.
  */
 import fs from 'node:fs';
@@ -267,7 +267,7 @@ describe('the result', () => {
   });
 });
 
-describe('node dist/main.js', () => {
+describe('node dist/launch.cjs', () => {
   let dataDir: string;
   beforeAll(async () => {
     await buildDist();
@@ -281,7 +281,7 @@ describe('node dist/main.js', () => {
     ['NODE_ENV', { NODE_ENV: 'staging' }],
     ['COOKIE_KEYS', { NODE_ENV: 'production', BASE_URL: 'https://auth.example.com', TRUST_PROXY: 'true' }],
   ])('exits non-zero naming %s, without starting', async (variable, env) => {
-    const run = await runNode('dist/main.js', [], { DATA_DIR: dataDir, ...env }, 30_000);
+    const run = await runNode('dist/launch.cjs', [], { DATA_DIR: dataDir, ...env }, 30_000);
     expect(run.timedOut).toBe(false);
     expect(run.code).not.toBe(0);
     expect(run.stderr).toContain(variable);
@@ -290,7 +290,7 @@ describe('node dist/main.js', () => {
   });
 
   test('exits non-zero naming TLS_CERT_FILE when the certificate cannot be read', async () => {
-    const run = await runNode('dist/main.js', [], {
+    const run = await runNode('dist/launch.cjs', [], {
       DATA_DIR: dataDir, PORT: '0', TLS_CERT_FILE: path.join(dataDir, 'missing-cert.pem'), TLS_KEY_FILE: path.join(dataDir, 'missing-key.pem'),
     }, 30_000);
     expect(run.timedOut).toBe(false);
@@ -300,7 +300,7 @@ describe('node dist/main.js', () => {
   });
 
   test('exits non-zero naming JWKS_FILE when the key set cannot be read', async () => {
-    const run = await runNode('dist/main.js', [], {
+    const run = await runNode('dist/launch.cjs', [], {
       ...PRODUCTION, DATA_DIR: dataDir, PORT: '0', JWKS_FILE: path.join(dataDir, 'missing-jwks.json'),
     }, 60_000);
     expect(run.timedOut).toBe(false);

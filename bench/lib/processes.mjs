@@ -3,7 +3,7 @@
  * output in a log file so that writing it costs the bench nothing), the load drivers, and what
  * /proc says about a server's CPU time and memory.
  *
- * @example const server = await startServer('svc', [ 'dist/main.js' ], env, `${base}/healthz/live`);
+ * @example const server = await startServer('svc', [ 'dist/launch.cjs' ], env, `${base}/healthz/live`);
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -86,10 +86,10 @@ export function tail(file, lines = 30) {
   }
 }
 
-/** Runs a bench driver (`bench/drivers/<name>.mjs`) in its own process with a JSON spec; resolves with its JSON answer. */
-export function runDriver(name, spec) {
+/** Runs a bench driver (`bench/drivers/<name>.mjs`) in its own process with a JSON spec (and `env` added to the bench's); resolves with its JSON answer. */
+export function runDriver(name, spec, env = {}) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(ROOT, 'bench', 'drivers', `${name}.mjs`), JSON.stringify(spec)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [path.join(ROOT, 'bench', 'drivers', `${name}.mjs`), JSON.stringify(spec)], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk) => { stdout += chunk; });

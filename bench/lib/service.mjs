@@ -1,5 +1,5 @@
 /**
- * This service as the bench runs it: `node dist/main.js` (what `npm start` runs after its
+ * This service as the bench runs it: `node dist/launch.cjs` (what `npm start` runs after its
  * build) in its own process, in one of its two modes:
  *
  * | mode     | database                                            | Redis                                       |
@@ -71,7 +71,7 @@ function runCli(args, env) {
 
 /**
  * Prepares a mode's stores and fixtures and starts the service on them.
- * `nodeArgs` go before `dist/main.js` (the bench's --cpu-prof passes Node's profiler flags);
+ * `nodeArgs` go before `dist/launch.cjs` (the bench's --cpu-prof passes Node's profiler flags);
  * `env` is added to the service's environment (the bench's --env, to compare configurations).
  * Returns the target: { mode, base, server, client, user, sessionCookie, counters, accessToken, mintCodes(n), exchange(code), startRefusing(), close() }.
  */
@@ -98,7 +98,7 @@ export async function startService(mode, { logDir, nodeArgs = [], env: extraEnv 
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
     const serviceEnv = { ...env, ...OPEN_LIMITS, ...extraEnv, PORT: String(port), BASE_URL: base };
-    const launch = () => startServer(`service-${mode}`, [...nodeArgs, 'dist/main.js'], serviceEnv, `${base}/healthz/live`, { logDir });
+    const launch = () => startServer(`service-${mode}`, [...nodeArgs, 'dist/launch.cjs'], serviceEnv, `${base}/healthz/live`, { logDir });
     const server = await launch();
     cleanups.push(() => target.server.stop());
 
@@ -155,7 +155,7 @@ export async function startService(mode, { logDir, nodeArgs = [], env: extraEnv 
         const refusingPort = await freePort();
         const refusingBase = `http://127.0.0.1:${refusingPort}`;
         const refusingDir = fs.mkdtempSync(path.join(os.tmpdir(), `oauth-bench-${mode}-429-`));
-        const refusing = await startServer(`service-${mode}-429`, [...nodeArgs, 'dist/main.js'],
+        const refusing = await startServer(`service-${mode}-429`, [...nodeArgs, 'dist/launch.cjs'],
           { ...env, DATA_DIR: refusingDir, REDIS_KEY_PREFIX: 'bench429:', PORT: String(refusingPort), BASE_URL: refusingBase }, `${refusingBase}/healthz/live`, { logDir });
         return {
           base: refusingBase,

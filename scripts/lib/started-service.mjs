@@ -1,5 +1,5 @@
 /**
- * The built service as operators run it, for the fuzz and soak scripts: `node dist/main.js` in
+ * The built service as operators run it, for the fuzz and soak scripts: `node dist/launch.cjs` in
  * its own process, on the machine's PostgreSQL (a fresh database `oauth_test_…`) and Redis (a
  * fresh key prefix `test:…`), removed again by `stop()`. With `embedded: true`, PGlite and
  * in-process stores in a temporary DATA_DIR instead.
@@ -79,7 +79,7 @@ export async function startService({ env = {}, embedded = false, users = [] } = 
     await promisify(execFile)(process.execPath, ['dist/cli.js', 'user:create', '--username', user.username, '--password', user.password,
       '--email', user.email ?? 'soak@example.com', '--full-name', user.fullName ?? 'Soak User'], { cwd: ROOT, env: serviceEnv });
   }
-  const child = spawn(process.execPath, ['dist/main.js'], { cwd: ROOT, env: serviceEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['dist/launch.cjs'], { cwd: ROOT, env: serviceEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const collect = (chunk) => {
     output += chunk.toString('utf8');

@@ -137,11 +137,26 @@ export function urlProblem(raw: string, policy: NetworkPolicy): string | undefin
   return problem ? `url is refused: ${problem}` : undefined;
 }
 
+let lookups: Promise<unknown> = Promise.resolve();
+
+/**
+ * Every address of `hostname`, one lookup at a time. `dns.lookup` (the system's resolver, as
+ * connections use) holds a thread of libuv's pool until the resolver answers or gives up,
+ * seconds when it does not answer, and that pool also runs the argon2id hashes of sign-ins
+ * (2 threads on 2 cores, `src/launch.cts`). Queued here, webhook lookups never hold more than
+ * one of its threads, however many deliveries and registrations wait on a hung resolver.
+ */
+export function lookupAll(hostname: string, options: LookupOptions = {}): Promise<LookupAddress[]> {
+  const answers = lookups.then(() => dns.promises.lookup(hostname, { ...options, all: true }));
+  lookups = answers.catch(() => undefined);
+  return answers;
+}
+
 /** Resolves `hostname` as a connection would and checks every answer. */
 export async function resolveProblem(hostname: string, policy: NetworkPolicy): Promise<string | undefined> {
   let answers: LookupAddress[];
   try {
-    answers = await dns.promises.lookup(hostname, { all: true, verbatim: true });
+    answers = await lookupAll(hostname, { verbatim: true });
   } catch {
     return `url host ${hostname} cannot be resolved`;
   }
@@ -166,14 +181,13 @@ type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | Lo
  */
 export function guardedLookup(policy: NetworkPolicy) {
   return (hostname: string, options: LookupOptions, callback: LookupCallback): void => {
-    dns.lookup(hostname, { ...options, all: true }, (error, answers) => {
-      if (error) return callback(error, []);
+    lookupAll(hostname, options).then((answers) => {
       const problem = answersProblem(answers, policy);
       if (problem) return callback(new RefusedDestinationError(`${hostname} resolves to ${problem}`), []);
       if (options.all) return callback(null, answers);
       const first = answers[0];
       if (!first) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), []);
       return callback(null, first.address, first.family);
-    });
+    }, (error: NodeJS.ErrnoException) => callback(error, []));
   };
 }

@@ -1,7 +1,7 @@
 /**
  * The deployment files, read as text because no Docker engine runs the tests: docker-compose.yml
  * wires the app to its own Postgres and Redis, starts it only once both are healthy, and gives it
- * an environment src/config.ts accepts; the Dockerfile runs dist/main.js on Node 22, unprivileged.
+ * an environment src/config.ts accepts; the Dockerfile runs dist/launch.cjs on Node 22, unprivileged.
  */
 import fs from 'node:fs';
 import { describe, expect, test } from '@jest/globals';
@@ -138,8 +138,8 @@ describe('Dockerfile', () => {
     for (const image of images) expect(image).toMatch(/^node:22(?:[-.@]|$)/);
   });
 
-  test('runs node dist/main.js as a non-root user, exposing 3000', () => {
-    expect(JSON.parse(argsOf('CMD').at(-1) ?? '[]')).toEqual(['node', 'dist/main.js']);
+  test('runs node dist/launch.cjs as a non-root user, exposing 3000', () => {
+    expect(JSON.parse(argsOf('CMD').at(-1) ?? '[]')).toEqual(['node', 'dist/launch.cjs']);
     expect(argsOf('USER').at(-1)).toMatch(/^(?!root\b|0\b)\S+/);
     expect(argsOf('EXPOSE').join(' ').split(/\s+/)).toContain('3000');
   });

@@ -29,7 +29,7 @@ function newestMtime(file: string): number {
 }
 
 function isFresh(): boolean {
-  if (!fs.existsSync(STAMP) || !fs.existsSync(path.join(DIST, 'main.js')) || !fs.existsSync(path.join(DIST, 'cli.js'))) return false;
+  if (!fs.existsSync(STAMP) || !fs.existsSync(path.join(DIST, 'launch.cjs')) || !fs.existsSync(path.join(DIST, 'cli.js'))) return false;
   const stamp = fs.statSync(STAMP).mtimeMs;
   return INPUTS.every((input) => newestMtime(path.join(ROOT, input)) < stamp);
 }

@@ -1,7 +1,7 @@
 /**
  * Malformed requests for every path, from a seeded generator, and a raw-socket sender that
  * can put any bytes on the wire. Shared by `npm run fuzz` (scripts/fuzz.mjs, tens of thousands
- * of cases against `node dist/main.js`) and the fixed corpus in `npm test`
+ * of cases against `node dist/launch.cjs`) and the fixed corpus in `npm test`
  * (test/http/fuzz-corpus.test.ts, a few hundred against the in-process app).
  *
  * Issue 10 / the brief's contract: every bad input gets a clear 4xx (the spec's JSON on API

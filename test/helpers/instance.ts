@@ -1,7 +1,7 @@
 /**
- * The built service as users run it: `node dist/main.js` in its own process, with exactly the
- * environment given (plus PATH), its output collected. For tests of what only a real process
- * shows: several instances, signals, a crash.
+ * The built service as users run it: `node dist/launch.cjs` (what `npm start` and the image
+ * run) in its own process, with exactly the environment given (plus PATH), its output
+ * collected. For tests of what only a real process shows: several instances, signals, a crash.
  *
  * @example await buildDist(); const i = await startInstance({ DATABASE_URL }); …; await stopInstance(i);
  */
@@ -22,12 +22,12 @@ export interface Instance {
   readonly exited: Promise<number | null>;
 }
 
-/** Starts `node dist/main.js` and waits for its start-up line. `port` reuses a port (a restart). */
+/** Starts `node dist/launch.cjs` and waits for its start-up line. `port` reuses a port (a restart). */
 export async function startInstance(env: Record<string, string>, options: { port?: number; dataDir?: string } = {}): Promise<Instance> {
   const port = options.port ?? await freePort();
   const dataDir = options.dataDir ?? tempDataDir('oauth-instance');
   const baseUrl = `http://localhost:${port}`;
-  const child = spawn(process.execPath, ['dist/main.js'], {
+  const child = spawn(process.execPath, ['dist/launch.cjs'], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', NODE_ENV: 'test', PORT: String(port), BASE_URL: baseUrl, DATA_DIR: dataDir, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

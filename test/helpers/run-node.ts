@@ -1,5 +1,5 @@
 /**
- * Runs a built entry point (`dist/main.js`, `dist/cli.js`) as users do, with exactly the
+ * Runs a built entry point (`dist/launch.cjs`, `dist/cli.js`) as users do, with exactly the
  * environment given (plus PATH), and kills it if it outlives `timeoutMs`. `input`, when given,
  * is written to its stdin (which is otherwise closed).
  *

@@ -1,5 +1,5 @@
 /**
- * Several instances: two `node dist/main.js` processes on one Postgres and one Redis prefix
+ * Several instances: two `node dist/launch.cjs` processes on one Postgres and one Redis prefix
  * share the counters, with the default limits: the 61st request across both is limited, and
  * so is the 6th token request.
  */

@@ -1,11 +1,12 @@
 /**
  * SSRF guard: every spelling of a refused address is refused, with and without
  * WEBHOOK_ALLOW_PRIVATE_NETWORKS; names are judged by what they resolve to, at registration
- * and again at connect time.
+ * and again at connect time, one lookup at a time.
  */
+import dns from 'node:dns';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, jest, test } from '@jest/globals';
 import { classifyAddress, guardedLookup, urlProblem, webhookUrlProblem } from '../../src/webhooks/ssrf-guard.js';
 
 const STRICT = { httpsOnly: false, allowPrivate: false };
@@ -99,5 +100,42 @@ describe('at connect time (the lookup a request uses)', () => {
   test('and reached when they are', async () => {
     expect(await get(LOCAL)).toBe(200);
     expect(hits).toBe(1);
+  });
+});
+
+describe('lookups', () => {
+  test('run one at a time, so a hung resolver holds one thread of the pool sign-ins hash on', async () => {
+    // The system resolver itself, counted: how many of its lookups are unfinished at once.
+    const real = dns.promises.lookup;
+    let running = 0;
+    let most = 0;
+    const spy = jest.spyOn(dns.promises, 'lookup').mockImplementation(async (...args: Parameters<typeof real>) => {
+      running += 1;
+      most = Math.max(most, running);
+      try {
+        return await real(...args);
+      } finally {
+        running -= 1;
+      }
+    });
+    try {
+      const atConnect = (name: string) => new Promise<unknown>((resolve) => {
+        guardedLookup(LOCAL)(name, { family: 4 }, (error, address) => resolve(error ? error.code : address));
+      });
+      const answers = await Promise.all([
+        ...Array.from({ length: 4 }, () => webhookUrlProblem('http://localhost:8080/hook', LOCAL)),
+        webhookUrlProblem('https://no-such-host.invalid/hook', LOCAL),
+        ...Array.from({ length: 4 }, () => atConnect('localhost')),
+        atConnect('no-such-host.invalid'),
+      ]);
+      expect(answers).toEqual([
+        undefined, undefined, undefined, undefined, expect.stringMatching(/cannot be resolved/),
+        '127.0.0.1', '127.0.0.1', '127.0.0.1', '127.0.0.1', 'ENOTFOUND',
+      ]);
+      expect(spy).toHaveBeenCalledTimes(10);
+      expect(most).toBe(1);
+    } finally {
+      spy.mockRestore();
+    }
   });
 });
