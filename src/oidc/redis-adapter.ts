@@ -5,9 +5,14 @@
  * What a request reads is remembered for that request (store/request-memo.ts; a consent post
  * asks for its interaction and its session three times over): as Redis answered it, parsed
  * afresh for each caller, and forgotten once the request writes that instance.
+ *
+ * Every call is one round trip (issue 9): a lookup by index reads the index and the instance in
+ * one script, and `destroy` takes the indexes to remove from what the request already read.
+ * Scripts name the instance's key from the index's value, which standalone Redis (`REDIS_URL`)
+ * allows and Redis Cluster would not.
  */
 import type { Redis } from 'ioredis';
-import { forget, memoised } from '../store/request-memo.js';
+import { currentMemo, forget, memoised, remember } from '../store/request-memo.js';
 import type { Adapter, AdapterFor, AdapterPayload } from './adapter.js';
 import { alreadyConsumed, withConsumed } from './adapter.js';
 
@@ -15,6 +20,12 @@ import { alreadyConsumed, withConsumed } from './adapter.js';
 const CONSUME = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 return redis.call('HSETNX', KEYS[1], 'consumed', ARGV[1])`;
+
+/** The instance an index key names: [id, the instance's hash fields and values], or nil. ARGV[1]: the model's key prefix. */
+const FIND_VIA = `
+local id = redis.call('GET', KEYS[1])
+if not id then return false end
+return {id, redis.call('HGETALL', ARGV[1] .. id)}`;
 
 /** Deletes an index key only while it still names this instance. */
 const DELETE_IF_NAMES = `
@@ -35,7 +46,16 @@ export function redisAdapters(redis: Redis, prefix: string): AdapterFor {
     }
 
     async function findVia(indexKey: string) {
-      const id = await memoised(`redis:${indexKey}`, () => redis.get(indexKey));
+      const id = await memoised(`redis:${indexKey}`, async () => {
+        const found = await redis.eval(FIND_VIA, 1, indexKey, key('')) as [string, string[]] | null;
+        if (!found) return null;
+        const [id, flat] = found;
+        const fields: Record<string, string> = {};
+        for (let i = 0; i + 1 < flat.length; i += 2) fields[flat[i]!] = flat[i + 1]!;
+        // What `find` would have read: the request's next look at this instance asks Redis nothing.
+        if (!currentMemo()?.rows.has(`redis:${key(id)}`)) remember(`redis:${key(id)}`, fields);
+        return id;
+      });
       return id ? find(id) : undefined;
     }
 
@@ -73,9 +93,11 @@ export function redisAdapters(redis: Redis, prefix: string): AdapterFor {
       async destroy(id) {
         // Its uid and user-code indexes go with it, or every ended session would leave its
         // index key behind for the session's whole TTL (14 days). An index that already names
-        // a newer instance is left alone.
+        // a newer instance is left alone. Which indexes: from the instance as this request read
+        // it (the provider destroys what it just found), else read now.
+        const read = currentMemo()?.rows.get(`redis:${key(id)}`) as { payload?: string } | undefined;
         written(id);
-        const payload = await redis.hget(key(id), 'payload');
+        const payload = read ? read.payload : await redis.hget(key(id), 'payload');
         const { uid, userCode } = payload ? JSON.parse(payload) as AdapterPayload : {};
         const multi = redis.multi().del(key(id));
         for (const indexKey of [uid && uidKey(uid), userCode && userCodeKey(userCode)]) {

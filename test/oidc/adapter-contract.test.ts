@@ -13,6 +13,7 @@ import { memoryAdapters } from '../../src/oidc/memory-adapter.js';
 import { postgresAdapters } from '../../src/oidc/postgres-adapter.js';
 import { redisAdapters } from '../../src/oidc/redis-adapter.js';
 import { connectRedis } from '../../src/store/redis.js';
+import { withRequestMemo } from '../../src/store/request-memo.js';
 import { openTestDatabase } from '../helpers/databases.js';
 import { deleteRedisKeys, REDIS_URL, testRedisPrefix } from '../helpers/services.js';
 
@@ -239,6 +240,26 @@ describe('adapter on Redis: destroy', () => {
       await sessions.upsert(stored.jti!, stored, 60);
       expect((await client.keys(`${prefix}*`)).length).toBe(3);
       await sessions.destroy(stored.jti!);
+      expect(await client.keys(`${prefix}*`)).toEqual([]);
+    } finally {
+      client.disconnect();
+      await deleteRedisKeys(prefix);
+    }
+  });
+
+  test('in a request: what a look-up by uid found is destroyed with its indexes, from what the request read', async () => {
+    const client = await connectRedis(REDIS_URL);
+    const prefix = testRedisPrefix();
+    try {
+      const sessions = redisAdapters(client, prefix)('Session');
+      const stored = payload('Session', { uid: `uid-${randomUUID()}`, userCode: `code-${randomUUID()}` });
+      await sessions.upsert(stored.jti!, stored, 60);
+      await withRequestMemo(async () => {
+        expect(await sessions.findByUid(stored.uid!)).toEqual(stored);
+        expect(await sessions.find(stored.jti!)).toEqual(stored);
+        await sessions.destroy(stored.jti!);
+        expect(await sessions.findByUid(stored.uid!)).toBeUndefined();
+      });
       expect(await client.keys(`${prefix}*`)).toEqual([]);
     } finally {
       client.disconnect();

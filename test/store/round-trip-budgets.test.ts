@@ -9,6 +9,8 @@
  * | rate limiting (all budgets of a request) | 1 Redis           | 1                                          |
  * | silent authorize (session + consent)     | ≤ 3 PG, ≤ 3 Redis | 2, 3                                       |
  * | refresh (not in the issue)               | –                 | 2, 1                                       |
+ * | fresh login flow, 7 requests (not in it) | –                 | 15, 28: a look-up by index and a destroy    |
+ * |                                          |                   | cost one Redis round trip each              |
  *
  * A client with webhook endpoints costs nothing more: the event's outbox messages are written
  * in the request's one write statement (store/write-batch.ts).
@@ -102,6 +104,15 @@ describe('round trips per request (postgres + redis)', () => {
     expect(cost.postgres).toBeLessThanOrEqual(2);
     expect(cost.redis).toBeLessThanOrEqual(3);
     expect(cost.rateLimit).toBe(1);
+  });
+
+  test('fresh login flow (not budgeted by the issue): 28 Redis round trips over its 7 requests, one for each look-up of a session by uid and each destroy', async () => {
+    const cost = await worst('fresh login flow', () => trips.during(() => new Browser(t.baseUrl).authorize(client, user)));
+    // The provider's own writes, ours, and a rate limit a request; never an index read apart
+    // from what it names (GET then HGETALL) or an instance read again to destroy it (HGET).
+    expect(cost.log.filter((line) => /^redis: .*(\$3 get \$|\$4 hget \$)/.test(line))).toEqual([]);
+    expect(cost.redis).toBeLessThanOrEqual(28);
+    expect(cost.postgres).toBeLessThanOrEqual(15);
   });
 
   describe('for a client with webhook endpoints (each event is written to the outbox in the same request)', () => {
