@@ -230,58 +230,46 @@ describe.each<[string, Factory]>([
   ['memory', memory],
 ])('adapter contract: %s', (_name, factory) => adapterContract(factory));
 
+/** A Session adapter on Redis under a fresh key prefix, with its client; the keys are removed afterwards. */
+async function withSessions(work: (sessions: Adapter, client: Awaited<ReturnType<typeof connectRedis>>, prefix: string) => Promise<void>) {
+  const client = await connectRedis(REDIS_URL);
+  const prefix = testRedisPrefix();
+  try {
+    await work(redisAdapters(client, prefix)('Session'), client, prefix);
+  } finally {
+    client.disconnect();
+    await deleteRedisKeys(prefix);
+  }
+}
+
 describe('adapter on Redis: destroy', () => {
-  test('leaves no key behind: the uid and user-code indexes go with the instance (found by the soak: ended sessions kept their uid index for 14 days)', async () => {
-    const client = await connectRedis(REDIS_URL);
-    const prefix = testRedisPrefix();
-    try {
-      const sessions = redisAdapters(client, prefix)('Session');
-      const stored = payload('Session', { uid: `uid-${randomUUID()}`, userCode: `code-${randomUUID()}` });
-      await sessions.upsert(stored.jti!, stored, 60);
-      expect((await client.keys(`${prefix}*`)).length).toBe(3);
+  test('leaves no key behind: the uid and user-code indexes go with the instance (found by the soak: ended sessions kept their uid index for 14 days)', () => withSessions(async (sessions, client, prefix) => {
+    const stored = payload('Session', { uid: `uid-${randomUUID()}`, userCode: `code-${randomUUID()}` });
+    await sessions.upsert(stored.jti!, stored, 60);
+    expect((await client.keys(`${prefix}*`)).length).toBe(3);
+    await sessions.destroy(stored.jti!);
+    expect(await client.keys(`${prefix}*`)).toEqual([]);
+  }));
+
+  test('in a request: what a look-up by uid found is destroyed with its indexes, from what the request read', () => withSessions(async (sessions, client, prefix) => {
+    const stored = payload('Session', { uid: `uid-${randomUUID()}`, userCode: `code-${randomUUID()}` });
+    await sessions.upsert(stored.jti!, stored, 60);
+    await withRequestMemo(async () => {
+      expect(await sessions.findByUid(stored.uid!)).toEqual(stored);
+      expect(await sessions.find(stored.jti!)).toEqual(stored);
       await sessions.destroy(stored.jti!);
-      expect(await client.keys(`${prefix}*`)).toEqual([]);
-    } finally {
-      client.disconnect();
-      await deleteRedisKeys(prefix);
-    }
-  });
+      expect(await sessions.findByUid(stored.uid!)).toBeUndefined();
+    });
+    expect(await client.keys(`${prefix}*`)).toEqual([]);
+  }));
 
-  test('in a request: what a look-up by uid found is destroyed with its indexes, from what the request read', async () => {
-    const client = await connectRedis(REDIS_URL);
-    const prefix = testRedisPrefix();
-    try {
-      const sessions = redisAdapters(client, prefix)('Session');
-      const stored = payload('Session', { uid: `uid-${randomUUID()}`, userCode: `code-${randomUUID()}` });
-      await sessions.upsert(stored.jti!, stored, 60);
-      await withRequestMemo(async () => {
-        expect(await sessions.findByUid(stored.uid!)).toEqual(stored);
-        expect(await sessions.find(stored.jti!)).toEqual(stored);
-        await sessions.destroy(stored.jti!);
-        expect(await sessions.findByUid(stored.uid!)).toBeUndefined();
-      });
-      expect(await client.keys(`${prefix}*`)).toEqual([]);
-    } finally {
-      client.disconnect();
-      await deleteRedisKeys(prefix);
-    }
-  });
-
-  test('an index that names a newer instance with the same uid stays', async () => {
-    const client = await connectRedis(REDIS_URL);
-    const prefix = testRedisPrefix();
-    try {
-      const sessions = redisAdapters(client, prefix)('Session');
-      const uid = `uid-${randomUUID()}`;
-      const old = payload('Session', { uid });
-      const renewed = payload('Session', { uid }); // the provider gives a session a new id, same uid
-      await sessions.upsert(old.jti!, old, 60);
-      await sessions.upsert(renewed.jti!, renewed, 60);
-      await sessions.destroy(old.jti!);
-      expect(await sessions.findByUid(uid)).toEqual(renewed);
-    } finally {
-      client.disconnect();
-      await deleteRedisKeys(prefix);
-    }
-  });
+  test('an index that names a newer instance with the same uid stays', () => withSessions(async (sessions) => {
+    const uid = `uid-${randomUUID()}`;
+    const old = payload('Session', { uid });
+    const renewed = payload('Session', { uid }); // the provider gives a session a new id, same uid
+    await sessions.upsert(old.jti!, old, 60);
+    await sessions.upsert(renewed.jti!, renewed, 60);
+    await sessions.destroy(old.jti!);
+    expect(await sessions.findByUid(uid)).toEqual(renewed);
+  }));
 });
