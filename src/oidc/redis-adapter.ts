@@ -35,12 +35,14 @@ return 0`;
 export function redisAdapters(redis: Redis, prefix: string): AdapterFor {
   return (model): Adapter => {
     const key = (id: string) => `${prefix}${model}:${id}`;
+    /** Where the request memo keeps the instance `id` as Redis answered it (`HGETALL`'s fields). */
+    const memoKey = (id: string) => `redis:${key(id)}`;
     const grantKey = (grantId: string) => `${prefix}${model}:grant:${grantId}`;
     const uidKey = (uid: string) => `${prefix}${model}:uid:${uid}`;
     const userCodeKey = (userCode: string) => `${prefix}${model}:userCode:${userCode}`;
 
     async function find(id: string): Promise<AdapterPayload | undefined> {
-      const { payload, consumed } = await memoised(`redis:${key(id)}`, () => redis.hgetall(key(id)));
+      const { payload, consumed } = await memoised(memoKey(id), () => redis.hgetall(key(id)));
       if (!payload) return undefined;
       return withConsumed(JSON.parse(payload) as AdapterPayload, consumed ? Number(consumed) : undefined);
     }
@@ -53,7 +55,7 @@ export function redisAdapters(redis: Redis, prefix: string): AdapterFor {
         const fields: Record<string, string> = {};
         for (let i = 0; i + 1 < flat.length; i += 2) fields[flat[i]!] = flat[i + 1]!;
         // What `find` would have read: the request's next look at this instance asks Redis nothing.
-        if (!currentMemo()?.rows.has(`redis:${key(id)}`)) remember(`redis:${key(id)}`, fields);
+        if (!currentMemo()?.rows.has(memoKey(id))) remember(memoKey(id), fields);
         return id;
       });
       return id ? find(id) : undefined;
@@ -61,7 +63,7 @@ export function redisAdapters(redis: Redis, prefix: string): AdapterFor {
 
     /** This request wrote the instance `id`: its reads of it (and of any index) are read again. */
     const written = (id: string) => {
-      forget(`redis:${key(id)}`);
+      forget(memoKey(id));
       forget(`redis:${prefix}${model}:uid:`);
       forget(`redis:${prefix}${model}:userCode:`);
     };
@@ -95,7 +97,7 @@ export function redisAdapters(redis: Redis, prefix: string): AdapterFor {
         // index key behind for the session's whole TTL (14 days). An index that already names
         // a newer instance is left alone. Which indexes: from the instance as this request read
         // it (the provider destroys what it just found), else read now.
-        const read = currentMemo()?.rows.get(`redis:${key(id)}`) as { payload?: string } | undefined;
+        const read = currentMemo()?.rows.get(memoKey(id)) as { payload?: string } | undefined;
         written(id);
         const payload = read ? read.payload : await redis.hget(key(id), 'payload');
         const { uid, userCode } = payload ? JSON.parse(payload) as AdapterPayload : {};

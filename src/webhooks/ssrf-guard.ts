@@ -146,7 +146,7 @@ let lookups: Promise<unknown> = Promise.resolve();
  * (2 threads on 2 cores, `src/launch.cts`). Queued here, webhook lookups never hold more than
  * one of its threads, however many deliveries and registrations wait on a hung resolver.
  */
-export function lookupAll(hostname: string, options: LookupOptions = {}): Promise<LookupAddress[]> {
+function lookupAll(hostname: string, options: LookupOptions = {}): Promise<LookupAddress[]> {
   const answers = lookups.then(() => dns.promises.lookup(hostname, { ...options, all: true }));
   lookups = answers.catch(() => undefined);
   return answers;
