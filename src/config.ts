@@ -1,5 +1,6 @@
 /**
- * The only reader of `process.env`. Parses and validates it once into a frozen, typed object;
+ * The only reader of `process.env` (but `UV_THREADPOOL_SIZE`, set by src/launch.cts before the
+ * thread pool starts). Parses and validates it once into a frozen, typed object;
  * a bad value stops start-up with a message naming the variable.
  *
  * @example const config = loadConfig(process.env);
