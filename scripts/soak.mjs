@@ -13,8 +13,8 @@
  *    drifting less than 20 % (the flows of the second half together against those of the first,
  *    after minute 1: one minute's p99 is its 10 or 20 slowest flows, and on a shared machine it
  *    moves by half from minute to minute, and by a third between three-minute windows, without
- *    any trend), stores bounded (the last count at most 20 % above the
- *    highest of the first half, after minute 1).
+ *    any trend), stores bounded (the last count at most 20 % above the highest of the first
+ *    half, after minute 1).
  *
  * A flow: authorize → login → consent → token → userinfo → refresh → revoke → sign_out (see
  * scripts/lib/flow-client.mjs). Tokens live as configured below (code 60 s, access and refresh

@@ -35,27 +35,30 @@ return 0`;
 export function redisAdapters(redis: Redis, prefix: string): AdapterFor {
   return (model): Adapter => {
     const key = (id: string) => `${prefix}${model}:${id}`;
-    /** Where the request memo keeps the instance `id` as Redis answered it (`HGETALL`'s fields). */
-    const memoKey = (id: string) => `redis:${key(id)}`;
+    /**
+     * Where the request memo keeps what Redis answered for `redisKey` (an instance's `HGETALL`
+     * fields, the id an index names); a prefix of keys forgets them all (request-memo `forget`).
+     */
+    const memoKey = (redisKey: string) => `redis:${redisKey}`;
     const grantKey = (grantId: string) => `${prefix}${model}:grant:${grantId}`;
     const uidKey = (uid: string) => `${prefix}${model}:uid:${uid}`;
     const userCodeKey = (userCode: string) => `${prefix}${model}:userCode:${userCode}`;
 
     async function find(id: string): Promise<AdapterPayload | undefined> {
-      const { payload, consumed } = await memoised(memoKey(id), () => redis.hgetall(key(id)));
+      const { payload, consumed } = await memoised(memoKey(key(id)), () => redis.hgetall(key(id)));
       if (!payload) return undefined;
       return withConsumed(JSON.parse(payload) as AdapterPayload, consumed ? Number(consumed) : undefined);
     }
 
     async function findVia(indexKey: string) {
-      const id = await memoised(`redis:${indexKey}`, async () => {
+      const id = await memoised(memoKey(indexKey), async () => {
         const found = await redis.eval(FIND_VIA, 1, indexKey, key('')) as [string, string[]] | null;
         if (!found) return null;
         const [id, flat] = found;
         const fields: Record<string, string> = {};
         for (let i = 0; i + 1 < flat.length; i += 2) fields[flat[i]!] = flat[i + 1]!;
         // What `find` would have read: the request's next look at this instance asks Redis nothing.
-        if (!currentMemo()?.rows.has(memoKey(id))) remember(memoKey(id), fields);
+        if (!currentMemo()?.rows.has(memoKey(key(id)))) remember(memoKey(key(id)), fields);
         return id;
       });
       return id ? find(id) : undefined;
@@ -63,9 +66,9 @@ export function redisAdapters(redis: Redis, prefix: string): AdapterFor {
 
     /** This request wrote the instance `id`: its reads of it (and of any index) are read again. */
     const written = (id: string) => {
-      forget(memoKey(id));
-      forget(`redis:${prefix}${model}:uid:`);
-      forget(`redis:${prefix}${model}:userCode:`);
+      forget(memoKey(key(id)));
+      forget(memoKey(uidKey('')));
+      forget(memoKey(userCodeKey('')));
     };
 
     return {
@@ -97,7 +100,7 @@ export function redisAdapters(redis: Redis, prefix: string): AdapterFor {
         // index key behind for the session's whole TTL (14 days). An index that already names
         // a newer instance is left alone. Which indexes: from the instance as this request read
         // it (the provider destroys what it just found), else read now.
-        const read = currentMemo()?.rows.get(memoKey(id)) as { payload?: string } | undefined;
+        const read = currentMemo()?.rows.get(memoKey(key(id))) as { payload?: string } | undefined;
         written(id);
         const payload = read ? read.payload : await redis.hget(key(id), 'payload');
         const { uid, userCode } = payload ? JSON.parse(payload) as AdapterPayload : {};
@@ -108,7 +111,7 @@ export function redisAdapters(redis: Redis, prefix: string): AdapterFor {
         await multi.exec();
       },
       async revokeByGrantId(grantId) {
-        forget(`redis:${prefix}${model}:`);
+        forget(memoKey(key('')));
         const keys = await redis.lrange(grantKey(grantId), 0, -1);
         await redis.del(...keys, grantKey(grantId));
       },
