@@ -75,7 +75,9 @@ type Deferred = { [DEFERRED]?: Limiter };
  * Counts every request against its address's budget; answers 429 itself when it is spent.
  * A token request (a POST with a form body) is the exception: its address budget is spent with
  * its client_id's, in one Redis round trip, by {@link tokenAdmission} once the form is read
- * (before any lookup or secret check). One that never gets there still counts, on its way out.
+ * (before any lookup or secret check). One that fails before it gets there (a form over the
+ * body limit, a body cut off) spends it then, with the headers, and gets the 429 when that
+ * budget is spent.
  */
 export function rateLimit(limits: RateLimits): Middleware {
   return async (ctx, next) => {
@@ -88,6 +90,14 @@ export function rateLimit(limits: RateLimits): Middleware {
       state[DEFERRED] = limits.tokenByAddress;
       try {
         await next();
+      } catch (error) {
+        // Failed before its form named a client (a body over the limit, cut off): its address
+        // budget is spent here, and a spent one answers 429 as it would have before the form.
+        if (state[DEFERRED]) {
+          state[DEFERRED] = undefined;
+          if (!admit(ctx, await take(limits.tokenByAddress, address))) return;
+        }
+        throw error;
       } finally {
         if (state[DEFERRED]) {
           state[DEFERRED] = undefined;

@@ -90,6 +90,19 @@ describe.each(['postgres', 'embedded'] as const)('default limits (%s mode)', (mo
     expectTooManyRequests(await token(t, clients[0]!, from), 5);
   });
 
+  test('a token form over the body limit is counted with its headers, and refused with 429 once the address is spent', async () => {
+    const from = address();
+    const huge = { code: 'x'.repeat(64 * 1024), client_id: clients[0]!.client_id, client_secret: 'x' };
+    for (let i = 1; i <= 5; i += 1) {
+      const res = await hit(t, '/api/token.php', { address: from, form: huge });
+      expect(res.status).toBe(400);
+      expect(JSON.parse(res.body)).toEqual({ error: 'invalid_request', error_description: 'request body is too large' });
+      expectLimitHeaders(res, 5, 5 - i);
+    }
+    // The first refusal of this address: nothing is held yet, so the form is read and refused after.
+    expectTooManyRequests(await hit(t, '/api/token.php', { address: from, form: huge }), 5);
+  });
+
   test('the 61st request to other endpoints gets 429: one budget across them all, pages and 404s included', async () => {
     const from = address();
     const paths = ['/api/register.php', '/api/userinfo.php', '/nothing-here', '/.well-known/openid-configuration'];
