@@ -3,11 +3,20 @@
  * load nothing but our own stylesheet, and leak no URL (codes travel in URLs) as a referrer.
  * No `form-action`: browsers apply it to the redirect that carries the code to the client.
  *
+ * Pages run no script, with one exception: the provider's `response_mode=form_post` page
+ * (OAuth 2.0 Form Post Response Mode), whose one inline script posts the response to the
+ * client. The provider allows that script by its hash, added to a `script-src` it finds
+ * (oidc-provider's `script_src_sha`), so the policy names `script-src 'none'`, and the `'none'`
+ * is dropped where a hash joined it.
+ *
  * @see RFC 6749 §10.13 (clickjacking), RFC 9700 §4.2.4 (Referrer-Policy)
  */
 import type { Middleware } from 'koa';
 
-const CSP = "default-src 'none'; style-src 'self'; img-src 'self'; frame-ancestors 'none'; base-uri 'none'";
+const CSP = "default-src 'none'; script-src 'none'; style-src 'self'; img-src 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/** `'none'` beside a hash the provider added: `'none'` must stand alone in a source list. */
+const NONE_BESIDE_HASH = /script-src 'none' (?='sha256-)/;
 
 export function securityHeaders(options: { hsts: boolean }): Middleware {
   return async (ctx, next) => {
@@ -20,5 +29,7 @@ export function securityHeaders(options: { hsts: boolean }): Middleware {
     });
     if (options.hsts) ctx.set('Strict-Transport-Security', 'max-age=31536000; includeSubDomains');
     await next();
+    const csp = ctx.response.get('Content-Security-Policy');
+    if (csp !== CSP && NONE_BESIDE_HASH.test(csp)) ctx.set('Content-Security-Policy', csp.replace(NONE_BESIDE_HASH, 'script-src '));
   };
 }

@@ -59,11 +59,38 @@ async function authorize(ctx: Context, next: Next, deps: GlueDependencies) {
     if (!scopes.has('openid')) ctx.query = { ...ctx.query, scope: ['openid', ...scopes].join(' ') };
   }
   await next();
-  const location = ctx.response.get('Location');
-  if (responseMode === undefined && ctx.status === 303 && location.includes('#error=')) {
+  if (ctx.status !== 303 || (responseMode !== undefined && responseMode !== 'query')) return;
+  let location = ctx.response.get('Location');
+  if (location.includes('#error=')) {
     const [target, fragment] = location.split('#', 2) as [string, string];
-    ctx.set('Location', `${target}${target.includes('?') ? '&' : '?'}${fragment}`);
+    location = `${target}${target.includes('?') ? '&' : '?'}${fragment}`;
   }
+  location = described(location);
+  if (location !== ctx.response.get('Location')) ctx.redirect(location); // Location and the body's link alike
+}
+
+/** Errors the provider sends back to the client without an `error_description` (README "Errors": every error has one). */
+const DESCRIPTIONS: Readonly<Record<string, string>> = {
+  request_not_supported: 'the request parameter (a request object) is not supported',
+  request_uri_not_supported: 'the request_uri parameter is not supported',
+  registration_not_supported: 'the registration parameter is not supported',
+};
+
+/** `location` with a description after its `error`, where the provider gave none. */
+function described(location: string): string {
+  if (!location.includes('error=')) return location;
+  let url: URL;
+  try {
+    url = new URL(location);
+  } catch {
+    return location; // a relative Location (the login page) carries no error
+  }
+  const error = url.searchParams.get('error');
+  const description = error === null ? undefined : DESCRIPTIONS[error];
+  if (description === undefined || url.searchParams.has('error_description')) return location;
+  url.search = new URLSearchParams([...url.searchParams].flatMap(([name, value]): [string, string][] => (
+    name === 'error' ? [[name, value], ['error_description', description]] : [[name, value]]))).toString();
+  return url.href;
 }
 
 /**
@@ -103,6 +130,9 @@ async function readBody(ctx: Context): Promise<string> {
  * The provider reads the body we parsed here (it warns once that a body was parsed upstream).
  */
 async function token(ctx: Context, next: Next, deps: GlueDependencies) {
+  // RFC 6749 §5.1: with the provider's `Cache-Control: no-store`, `Pragma: no-cache` (for
+  // HTTP/1.0 caches), on every answer of the token endpoint, errors included.
+  ctx.set('Pragma', 'no-cache');
   if (!ctx.is('application/x-www-form-urlencoded')) return next(); // the provider refuses it
   const params = querystring.parse(await readBody(ctx));
   // Spec "Limits": the token budget per client_id, spent before any lookup or secret check. An

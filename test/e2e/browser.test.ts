@@ -31,11 +31,18 @@ if (!HAS_CHROMIUM) {
   let browser: Browser;
   let callbackServer: http.Server;
   let callbackUrl: string;
+  const posted: URLSearchParams[] = [];
 
   beforeAll(async () => {
-    // The client's site: /callback answers a plain page; /frame?src=<url> frames <url> next to /callback.
-    callbackServer = http.createServer((req, res) => {
+    // The client's site: /callback answers a plain page (and keeps the forms posted to it);
+    // /frame?src=<url> frames <url> next to /callback.
+    callbackServer = http.createServer(async (req, res) => {
       const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+      if (req.method === 'POST') {
+        let form = '';
+        for await (const chunk of req) form += String(chunk);
+        posted.push(new URLSearchParams(form));
+      }
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
       if (url.pathname === '/frame') {
         const src = url.searchParams.get('src')!.replace(/"/g, '&quot;');
@@ -160,6 +167,29 @@ if (!HAS_CHROMIUM) {
       const profile = await userinfo(t, `Bearer ${String(token.body.access_token)}`);
       expect(profile.status).toBe(200);
       expect(profile.body).toMatchObject({ username: user.username, email: 'chromium@example.com', full_name: 'Chromium User' });
+    });
+  });
+
+  test('response_mode=form_post: the page posts code, state and iss to the client under the CSP', async () => {
+    await withPage(async (page) => {
+      const client = await registerInBrowser(page);
+      const user = await createUser(t);
+      posted.length = 0;
+      const [response] = await Promise.all([
+        page.waitForResponse((r) => r.request().method() === 'POST' && atCallback(new URL(r.url()))),
+        (async () => {
+          await page.goto(`${authorizeUrl(client, 'posted-state')}&response_mode=form_post`);
+          await login(page, user.username, user.password);
+          await page.click('#approve');
+        })(),
+      ]);
+      expect(response.status()).toBe(200);
+      expect(posted).toHaveLength(1);
+      expect(posted[0]!.get('state')).toBe('posted-state');
+      expect(posted[0]!.get('iss')).toBe(t.baseUrl);
+      const code = posted[0]!.get('code')!;
+      const token = await tokenRequest(t, { code, client_id: client.client_id, client_secret: client.client_secret });
+      expect(token.status).toBe(200);
     });
   });
 

@@ -78,4 +78,29 @@ describe('GET /api/authorize.php', () => {
       expect(location.searchParams.get('iss')).toBe(t.baseUrl);
     });
   });
+
+  test('an error moved from the fragment to the query: the body names the URL Location names', async () => {
+    const res = await authorize({ client_id: client.client_id, redirect_uri: client.redirect_uri, response_type: 'token', state: 'st-2' }, 'text/plain');
+    const location = res.headers.get('location')!;
+    expect(location).toContain('?error=unsupported_response_type');
+    expect(await res.text()).toBe(`Redirecting to ${location}.`);
+  });
+
+  test('an error the provider sends back without a description gets one (a request object)', async () => {
+    const res = await authorize({ client_id: client.client_id, redirect_uri: client.redirect_uri, response_type: 'code', request: 'eyJ0eXAiOiJKV1QifQ.e30.', state: 'st-4' });
+    expect(res.status).toBe(303);
+    const location = new URL(res.headers.get('location')!);
+    expect([...location.searchParams.keys()]).toEqual(['error', 'error_description', 'state', 'iss']);
+    expect(location.searchParams.get('error')).toBe('request_not_supported');
+    expect(location.searchParams.get('error_description')).toMatch(/request object/);
+    expect(location.searchParams.get('state')).toBe('st-4');
+  });
+
+  test('a client that asks for response_mode=fragment gets its answer in the fragment (OAuth 2.0 Multiple Response Type Encoding Practices)', async () => {
+    const res = await authorize({ client_id: client.client_id, redirect_uri: client.redirect_uri, response_type: 'token', response_mode: 'fragment', state: 'st-3' });
+    expect(res.status).toBe(303);
+    const location = new URL(res.headers.get('location')!);
+    expect(location.search).toBe('');
+    expect(new URLSearchParams(location.hash.slice(1)).get('error')).toBe('unsupported_response_type');
+  });
 });

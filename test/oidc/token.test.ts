@@ -33,7 +33,17 @@ describe('POST /api/token.php', () => {
     const res = await tokenRequest(t, { code, ...creds() });
     expect(res.status).toBe(200);
     expect(res.headers.get('cache-control')).toBe('no-store');
+    expect(res.headers.get('pragma')).toBe('no-cache'); // RFC 6749 §5.1
     expect(res.body).toMatchObject({ token_type: 'Bearer', expires_in: 3600 });
+  });
+
+  test('an error answer is not cached either: no-store and Pragma no-cache (RFC 6749 §5.1)', async () => {
+    for (const form of [{ code: 'not-a-code', ...creds() }, { ...creds() }]) {
+      const res = await tokenRequest(t, form);
+      expect(res.status).toBe(400);
+      expect(res.headers.get('cache-control')).toBe('no-store');
+      expect(res.headers.get('pragma')).toBe('no-cache');
+    }
   });
 
   test('a standard request (grant_type, redirect_uri, HTTP Basic) works too', async () => {
