@@ -194,10 +194,22 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   const body = parseBody(); // forms and JSON of our own pages and APIs, at most 16 kB
 
   const inFlight = trackInFlight();
-  const servedPaths = [
-    ...Object.values(ROUTES), ...DISCOVERY_PATHS, REGISTER_PATH, SETTINGS_PATH, WEBHOOKS_PATH, APPLICATIONS_PATH,
-    OPENAPI_PATH,
-  ];
+  // Every path served and the methods it answers; any other method there is 405 (http/exact-paths.ts).
+  const served: Record<string, readonly string[]> = {
+    [ROUTES.authorization]: ['GET'],
+    [ROUTES.token]: ['POST'],
+    [ROUTES.userinfo]: ['GET', 'POST'],
+    [ROUTES.jwks]: ['GET'],
+    [ROUTES.revocation]: ['POST'],
+    [ROUTES.introspection]: ['POST'],
+    ...Object.fromEntries(DISCOVERY_PATHS.map((path) => [path, ['GET']])),
+    [REGISTER_PATH]: ['GET', 'POST'],
+    [SETTINGS_PATH]: ['GET', 'POST'],
+    [WEBHOOKS_PATH]: ['GET', 'POST', 'DELETE'],
+    [APPLICATIONS_PATH]: ['GET', 'POST'],
+    [OPENAPI_PATH]: ['GET'],
+  };
+  const servedPaths = Object.keys(served);
 
   // Behind TRUST_PROXY, the client is the last X-Forwarded-For entry (the one our proxy added).
   const koa = new Koa({ proxy: config.trustProxy, maxIpsCount: 1, keys: keys.cookieKeys });
@@ -215,7 +227,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     }))
     .use(staticAssets(VIEWS_DIR))
     .use(rateLimit(limits)) // everything below is limited; nothing is parsed or looked up before it
-    .use(exactPaths(servedPaths))
+    .use(exactPaths(served))
     // Each request's reads and its one write statement (store/request-memo.ts), for every route:
     // what a page or the provider reads twice is read once, and what a request's events write
     // (outbox messages, audit rows) joins that statement, sent before the response leaves.

@@ -1,17 +1,22 @@
 /**
- * The service's paths are exact (spec "Endpoints"). oidc-provider's router, like koa-router,
- * also answers a path in other letter case or with a trailing slash (`/API/Token.php/`); the
- * rate limits, the spec glue and the JSON error paths match paths exactly, so such a spelling
- * would slip past them (the token budget above all). Any other spelling of a known path is
- * answered 404, naming the path meant.
+ * The service's paths are exact (spec "Endpoints"), and so are their methods.
  *
- * @example koa.use(exactPaths([ROUTES.token, REGISTER_PATH]));
+ * oidc-provider's router, like koa-router, also answers a path in other letter case or with a
+ * trailing slash (`/API/Token.php/`); the rate limits, the spec glue and the JSON error paths
+ * match paths exactly, so such a spelling would slip past them (the token budget above all).
+ * Any other spelling of a known path is answered 404, naming the path meant.
+ *
+ * A known path asked with a method nothing answers there is 405 `method_not_allowed` with
+ * `Allow` (RFC 9110 §15.5.6), and a plain OPTIONS (not a CORS preflight, which the provider
+ * answers) is 204 with `Allow` (RFC 9110 §9.3.7).
+ *
+ * @example koa.use(exactPaths({ '/api/token.php': ['POST'] }));
  */
 import type { Middleware } from 'koa';
 import { ServiceError } from '../errors.js';
 
 /** What routers treat as the same path: any case, percent-encoded or not, trailing slashes. */
-function fold(path: string): string {
+export function foldPath(path: string): string {
   let decoded = path;
   try {
     decoded = decodeURIComponent(path);
@@ -21,13 +26,25 @@ function fold(path: string): string {
   return decoded.replace(/\/+$/, '').toLowerCase();
 }
 
-export function exactPaths(paths: readonly string[]): Middleware {
-  const canonical = new Map(paths.map((path) => [fold(path), path]));
+/** `served`: each path and the methods it answers (HEAD comes with GET). */
+export function exactPaths(served: Readonly<Record<string, readonly string[]>>): Middleware {
+  const canonical = new Map(Object.keys(served).map((path) => [foldPath(path), path]));
+  const allow = new Map(Object.entries(served).map(([path, methods]) => [path, [...methods, ...(methods.includes('GET') ? ['HEAD'] : []), 'OPTIONS']]));
   return async (ctx, next) => {
-    const meant = canonical.get(fold(ctx.path));
+    const meant = canonical.get(foldPath(ctx.path));
     if (meant !== undefined && meant !== ctx.path) {
       throw new ServiceError('not_found', `No endpoint at ${ctx.path}. Paths are exact: did you mean ${meant}?`);
     }
     await next();
+    if (meant === undefined || ctx.status !== 404 || ctx.body != null) return;
+    const methods = allow.get(meant)!;
+    if (ctx.method !== 'OPTIONS' && methods.includes(ctx.method)) return; // a 404 of its own (none yet)
+    ctx.set('Allow', methods.join(', '));
+    if (ctx.method === 'OPTIONS') {
+      ctx.status = 204;
+      return;
+    }
+    const use = served[meant]!;
+    throw new ServiceError('method_not_allowed', `${ctx.method} is not supported at ${ctx.path}; use ${use.length > 1 ? `${use.slice(0, -1).join(', ')} or ${use.at(-1)}` : use[0]}`);
   };
 }

@@ -150,7 +150,6 @@ export function createProvider(deps: ProviderDependencies): Provider {
     },
     // Served at /.well-known/openid-configuration and (RFC 8414) /.well-known/oauth-authorization-server.
     discovery: {
-      service_documentation: `${config.baseUrl}/`,
       revocation_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
       introspection_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
     },

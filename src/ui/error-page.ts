@@ -4,6 +4,7 @@
  */
 import type { Context } from 'koa';
 import type { ErrorResponder } from '../errors.js';
+import { foldPath } from '../http/exact-paths.js';
 import type { Views } from './views.js';
 
 const TITLES: Record<number, string> = {
@@ -15,15 +16,20 @@ const TITLES: Record<number, string> = {
   503: 'Temporarily unavailable',
 };
 
-/** JSON when the path is an API (`jsonPaths`), the body is JSON, or Accept prefers JSON over HTML. */
+/**
+ * JSON when the path is an API (`jsonPaths`, or another spelling of one: a client library with a
+ * trailing slash in its base URL gets the 404 as JSON it can read), the body is JSON, or Accept
+ * prefers JSON over HTML.
+ */
 export function prefersJson(ctx: Context, jsonPaths: ReadonlySet<string>): boolean {
-  return jsonPaths.has(ctx.path) || Boolean(ctx.is('json')) || ctx.accepts('html', 'json') === 'json';
+  return jsonPaths.has(foldPath(ctx.path)) || Boolean(ctx.is('json')) || ctx.accepts('html', 'json') === 'json';
 }
 
 export function createErrorResponder(views: Views, jsonPaths: ReadonlySet<string>): ErrorResponder {
+  const folded = new Set([...jsonPaths].map(foldPath));
   return (ctx, body, status) => {
     ctx.set('Cache-Control', 'no-store');
-    if (prefersJson(ctx, jsonPaths)) {
+    if (prefersJson(ctx, folded)) {
       ctx.status = status;
       ctx.body = body;
       return;

@@ -41,6 +41,17 @@ describe('exact paths', () => {
     }
   });
 
+  test('another spelling of an API path is answered in JSON whatever Accept says; of a page, a page to a browser', async () => {
+    for (const spelling of ['/api/token.php/', '/API/Userinfo.php', '/api/revoke.php%2F']) {
+      const res = await fetch(`${t.baseUrl}${spelling}`, { method: 'POST', headers: { accept: '*/*' } });
+      expect({ spelling, status: res.status, type: res.headers.get('content-type') }).toEqual({ spelling, status: 404, type: expect.stringMatching(/^application\/json/) });
+      expect((await res.json() as Record<string, string>).error).toBe('not_found');
+    }
+    const page = await fetch(`${t.baseUrl}/api/register.php/`, { headers: { accept: 'text/html,*/*;q=0.8' } });
+    expect(page.status).toBe(404);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+  });
+
   test('a code cannot be redeemed at /API/Token.php/ (outside the token budget and the spec glue)', async () => {
     const code = await obtainCode(t.baseUrl, client, user);
     const form = new URLSearchParams({ code, client_id: client.client_id, client_secret: client.client_secret });
@@ -50,5 +61,46 @@ describe('exact paths', () => {
     const exact = await tokenRequest(t, Object.fromEntries(form));
     expect(exact.status).toBe(200);
     expect(exact.headers.get('ratelimit-limit')).toBe('5');
+  });
+});
+
+describe('methods of the served paths', () => {
+  let t: TestApp;
+  beforeAll(async () => { t = await startTestApp(); });
+  afterAll(async () => { await t.close(); });
+
+  /** The methods each path answers: the contract the 405s' Allow headers state. */
+  const METHODS: Record<string, string[]> = {
+    '/api/authorize.php': ['GET'], '/api/token.php': ['POST'], '/api/userinfo.php': ['GET', 'POST'], '/api/jwks.php': ['GET'],
+    '/api/revoke.php': ['POST'], '/api/introspect.php': ['POST'], '/api/register.php': ['GET', 'POST'], '/api/settings.php': ['GET', 'POST'],
+    '/api/webhooks.php': ['GET', 'POST', 'DELETE'], '/api/applications.php': ['GET', 'POST'], '/api/openapi.json': ['GET'],
+    '/.well-known/oauth-authorization-server': ['GET'], '/.well-known/openid-configuration': ['GET'],
+  };
+
+  test.each(Object.entries(METHODS))('%s: its methods are answered, any other is 405 method_not_allowed with Allow (RFC 9110 §15.5.6)', async (path, methods) => {
+    for (const method of ['GET', 'POST', 'PUT', 'DELETE', 'PATCH']) {
+      const res = await fetch(`${t.baseUrl}${path}`, { method, headers: { accept: 'application/json' }, redirect: 'manual' });
+      if (methods.includes(method)) {
+        expect({ method, answered: ![404, 405].includes(res.status) }).toEqual({ method, answered: true });
+        continue;
+      }
+      expect({ method, status: res.status }).toEqual({ method, status: 405 });
+      const body = await res.json() as Record<string, string>;
+      expect(body.error).toBe('method_not_allowed');
+      if (path !== '/api/webhooks.php') { // its own router answers its 405 (GET, POST, DELETE)
+        expect(res.headers.get('allow')).toBe([...methods, ...(methods.includes('GET') ? ['HEAD'] : []), 'OPTIONS'].join(', '));
+      } else {
+        expect(res.headers.get('allow')).toBe('GET, POST, DELETE');
+      }
+    }
+  });
+
+  test('a plain OPTIONS (not a CORS preflight) is 204 with Allow; a preflight is still the provider\'s', async () => {
+    const plain = await fetch(`${t.baseUrl}/api/token.php`, { method: 'OPTIONS' });
+    expect(plain.status).toBe(204);
+    expect(plain.headers.get('allow')).toBe('POST, OPTIONS');
+    const preflight = await fetch(`${t.baseUrl}/api/token.php`, { method: 'OPTIONS', headers: { origin: 'https://spa.example', 'access-control-request-method': 'POST' } });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('access-control-allow-origin')).toBe('https://spa.example');
   });
 });

@@ -37,6 +37,16 @@ describe('discovery', () => {
       });
       expect([...metadata.grant_types_supported as string[]].sort()).toEqual(['authorization_code', 'refresh_token']);
     });
+
+    test('every URL it names is served (a POST-only endpoint answers GET with 405, never 404)', async () => {
+      const metadata = await (await fetch(`${t.baseUrl}${path}`)).json() as Record<string, unknown>;
+      const urls = Object.entries(metadata).filter(([name, value]) => name !== 'issuer' && typeof value === 'string' && value.startsWith(t.baseUrl));
+      expect(urls.length).toBeGreaterThanOrEqual(6);
+      for (const [name, url] of urls) {
+        const res = await fetch(url as string, { headers: { accept: 'application/json' }, redirect: 'manual' });
+        expect({ name, served: res.status !== 404 }).toEqual({ name, served: true });
+      }
+    });
   });
 
   test('both documents are the same', async () => {
