@@ -49,9 +49,13 @@ async function run(argv: string[]): Promise<number> {
   const [name, ...args] = argv;
   const verb = name !== undefined && Object.hasOwn(VERBS, name) ? VERBS[name] : undefined;
   if (!verb) {
-    if (name !== undefined && name !== 'help' && name !== '--help') console.error(`unknown command "${name}"`);
+    if (name === 'help' || name === '--help') {
+      console.log(overview()); // asked for: stdout, so `help | less` shows it
+      return 0;
+    }
+    if (name !== undefined) console.error(`unknown command "${name}"`);
     console.error(overview());
-    return name === 'help' || name === '--help' ? 0 : 2;
+    return 2;
   }
   if (args.includes('--help')) {
     console.log(`${usageOf(name!, verb)}\n${verb.summary}`);
@@ -66,7 +70,8 @@ async function run(argv: string[]): Promise<number> {
       return 2;
     }
     console.error(`${name}: ${(error as Error).message}`);
-    const refused = REFUSALS.some((type) => error instanceof type) || (error as { code?: string }).code === 'EEXIST';
+    // A system error (ENOENT, ENOTDIR, EACCES, EEXIST…) names the path in its message: one line is enough.
+    const refused = REFUSALS.some((type) => error instanceof type) || /^E[A-Z]+$/.test(String((error as { code?: unknown }).code));
     if (!refused) console.error(error); // not the operator's doing: the stack helps whoever fixes it
     return 1;
   }

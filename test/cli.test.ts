@@ -3,6 +3,7 @@
  * runs): against the machine's Postgres and against an embedded DATA_DIR with the server stopped.
  */
 import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { createUserStore } from '../src/accounts/user-store.js';
 import { openDatabase } from '../src/store/database.js';
@@ -98,11 +99,20 @@ describe('against PostgreSQL (DATABASE_URL)', () => {
     ['an unknown option', [...userArgs({ username: 'bob' }), '--admin', 'yes'], /--admin/],
     ['an option without its value', ['user:create', '--username'], /--username/],
     ['a stray positional argument (npm run without --)', ['user:create', 'bob', 'secret'], /bob|argument/i],
+    ['a username shaped like a user id', userArgs({ username: '2f1c7c2e-0d4b-4f6e-9a51-3b8e8c1f2a77' }), 'username must not be shaped like a user id'],
+    ['a repeated --username', [...userArgs({ username: 'bob' }), '--username', 'bob2'], '--username is given more than once'],
   ])('%s: non-zero exit with a clear message, no user', async (_, args, message) => {
     expectCleanFailure(await cli(args), message);
     await withDatabase({ databaseUrl: database.url, dataDir }, async (db) => {
       expect(await db.prisma.user.count({ where: { username: { in: ['bob', 'bob smith'] } } })).toBe(0);
     });
+  });
+
+  test('help lists the commands on stdout (exit 0); keys:generate into a missing folder is one line, no stack', async () => {
+    const help = await cli(['help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/usage: node dist\/cli\.js <command>.*\n[\s\S]*tokens:revoke/);
+    expectCleanFailure(await cli(['keys:generate', '--out', path.join(dataDir, 'no-such-folder', 'jwks.json')]), /ENOENT: no such file or directory/, 1);
   });
 
   test('an unknown command prints the usage and exits non-zero', async () => {

@@ -79,6 +79,8 @@ function validate(input: NewUser): NewUser {
   if (!USERNAME.test(username)) {
     throw new UserInputError('username must be 1-64 characters: letters, digits, ".", "_" or "-", starting with a letter or digit');
   }
+  // The administration CLI takes a user by id or by name, and tries a UUID as an id first.
+  if (isUuid(username)) throw new UserInputError('username must not be shaped like a user id (a UUID)');
   validPassword(input.password);
   const email = input.email.trim();
   if (email.length > 254 || !EMAIL.test(email)) throw new UserInputError('email must be an e-mail address');

@@ -25,6 +25,7 @@ import { createLogger } from '../ops/logger.js';
 import { openDatabase } from '../store/database.js';
 import type { Database } from '../store/database.js';
 import { migrate } from '../store/migrate.js';
+import { isStoreFailure } from '../store/store-failure.js';
 import { createWebhookService } from '../webhooks/webhook-service.js';
 
 /**
@@ -34,6 +35,8 @@ import { createWebhookService } from '../webhooks/webhook-service.js';
 export class DatabaseError extends Error {
   override name = 'DatabaseError';
 }
+
+const firstLine = (error: unknown) => String((error as Error).message).split('\n').find((line) => line.trim() !== '')?.trim() ?? String(error);
 
 /** Prisma's "Transaction API error" (P2028): the transaction expired, or never started, and was rolled back. */
 const unfinished = (error: unknown) => (error as { code?: unknown }).code === 'P2028';
@@ -51,7 +54,10 @@ export async function withDatabase<T>(
   use: (db: Database) => Promise<T>,
   { migrated = true, config = loadConfig(process.env) }: { migrated?: boolean; config?: Config } = {},
 ): Promise<T> {
-  const db = await openDatabase(config);
+  // A command's statements may wait as long as its transaction may (a row a request holds for a
+  // moment, a revocation of thousands of grants), not a request's DATABASE_STATEMENT_TIMEOUT_MS.
+  const { timeouts } = config;
+  const db = await openDatabase({ ...config, timeouts: { ...timeouts, databaseStatementMs: Math.max(timeouts.databaseStatementMs, timeouts.adminTransactionMs) } });
   try {
     try {
       await (migrated ? db.withConnection((sql) => migrate(sql)) : db.ping());
@@ -61,6 +67,9 @@ export async function withDatabase<T>(
     try {
       return await use(db);
     } catch (error) {
+      if (!unfinished(error) && isStoreFailure(error)) {
+        throw new DatabaseError(`the database did not answer: ${firstLine(error)}`, { cause: error });
+      }
       if (!unfinished(error)) throw error;
       const reason = /Transaction API error: [^\n]*/.exec((error as Error).message)?.[0] ?? (error as Error).message;
       throw new DatabaseError(`the change was rolled back, nothing changed (ADMIN_TRANSACTION_TIMEOUT_MS is ${config.timeouts.adminTransactionMs} ms): ${reason}`, { cause: error });

@@ -20,10 +20,48 @@ export class ArgumentError extends Error {
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
+/**
+ * The command line made plain for parseArgs, which would read it wrong in three ways:
+ * - a value that starts with `-` (a client_id may: base64url) would be taken for options, so
+ *   each option's value is joined to it (`--client=<id>`) and the positionals follow `--`;
+ * - an empty value (`--client "$UNSET"`) would read as no option at all, and `tokens:revoke
+ *   --user alice --client ""` would end every grant of alice's: refused;
+ * - an option given twice would keep the last silently: refused, but for `multiple` ones.
+ */
+function plain(args: string[], options: Options): string[] {
+  const named: string[] = [];
+  const positionals: string[] = [];
+  const seen = new Set<string>();
+  for (let i = 0; i < args.length; i += 1) {
+    const arg = args[i]!;
+    if (arg === '--') {
+      positionals.push(...args.slice(i + 1));
+      break;
+    }
+    if (!arg.startsWith('--')) {
+      positionals.push(arg);
+      continue;
+    }
+    const equals = arg.indexOf('=');
+    const name = arg.slice(2, equals === -1 ? undefined : equals);
+    const option = Object.hasOwn(options, name) ? options[name] : undefined;
+    if (option && !option.multiple && seen.has(name)) throw new UsageError(`--${name} is given more than once`);
+    seen.add(name);
+    if (option?.type !== 'string') {
+      named.push(arg); // a flag, or an unknown option parseArgs names in its refusal
+      continue;
+    }
+    const value = equals === -1 ? args[++i] : arg.slice(equals + 1);
+    if (value === undefined || value === '') throw new UsageError(`--${name} needs a value${value === '' ? ', and was given an empty one' : ''}`);
+    named.push(`--${name}=${value}`);
+  }
+  return [...named, '--', ...positionals];
+}
+
 export function parse<const O extends Options>(args: string[], names: readonly string[], options: O) {
   let parsed;
   try {
-    parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
+    parsed = parseArgs({ args: plain(args, options), options, allowPositionals: true, strict: true });
   } catch (error) {
     // node:util's own messages name the option ("Unknown option '--admin'", "Option '--user <value>' argument missing").
     if (String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS_')) throw new UsageError((error as Error).message);

@@ -23,10 +23,18 @@ const ISO_TIME = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{
 /** `--since`: an ISO 8601 time, or an age such as 30m, 24h, 7d. */
 export function sinceOf(value: string, now = Date.now()): Date {
   const age = /^(\d{1,6})([mhd])$/.exec(value);
-  if (age) return new Date(now - Number(age[1]) * UNIT_MS[age[2]!]!);
-  const time = ISO_TIME.test(value) ? new Date(value) : undefined;
-  if (time && !Number.isNaN(time.getTime())) return time;
-  throw new ArgumentError(`--since must be a time (2026-11-20, 2026-11-20T08:00:00Z) or an age (30m, 24h, 7d), got "${value}"`);
+  const time = age ? new Date(now - Number(age[1]) * UNIT_MS[age[2]!]!) : isoTime(value);
+  if (time && time.getTime() >= 0) return time; // 1970 at the earliest: the store's times start later
+  throw new ArgumentError(`--since must be a time (2026-11-20, 2026-11-20T08:00:00Z) or an age (30m, 24h, 7d), from 1970 on, got "${value}"`);
+}
+
+/** An ISO_TIME on a real calendar day: JavaScript would read 2026-02-30 as March 2nd. */
+function isoTime(value: string): Date | undefined {
+  if (!ISO_TIME.test(value)) return undefined;
+  const time = new Date(value);
+  const day = value.slice(0, 10);
+  if (Number.isNaN(time.getTime()) || new Date(`${day}T00:00:00Z`).toISOString().slice(0, 10) !== day) return undefined;
+  return time;
 }
 
 function limitOf(value: string | undefined): number {

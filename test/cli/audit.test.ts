@@ -74,6 +74,10 @@ describe('audit:list', () => {
     ['an unknown event', ['--event', 'user.hacked'], /unknown event "user.hacked"; known: login.succeeded, /, 1],
     ['a --since that is no time', ['--since', 'yesterday'], /--since must be a time .* or an age/, 1],
     ['a local time without its offset', ['--since', '2026-11-20T08:00'], /--since must be a time/, 1],
+    ['a day that is not in the calendar', ['--since', '2026-02-30'], /--since must be a time/, 1],
+    ['an age before 1970', ['--since', '999999d'], /--since must be a time .* from 1970 on/, 1],
+    ['an empty --user', ['--user', ''], '--user needs a value, and was given an empty one', 2],
+    ['a repeated --since', ['--since', '1h', '--since', '2h'], '--since is given more than once', 2],
     ['a --limit out of range', ['--limit', '0'], '--limit must be a whole number from 1 to 10000', 1],
     ['an unknown option', ['--users', 'alice'], /Unknown option '--users'/, 2],
   ])('%s: a clear message, the exit code, no stack', async (_, args, message, code) => {

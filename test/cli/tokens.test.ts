@@ -70,6 +70,14 @@ describe('tokens:revoke', () => {
     expect(expectSuccess(await cli(['tokens:revoke', '--user', bob!.username])).stdout).toBe('no grants to end\n');
   });
 
+  test('an empty --user or --client (an unset shell variable) is refused: nothing ends', async () => {
+    const { clients: [mail, maps], users: [alice, bob], of } = await setUp();
+    expectCleanFailure(await cli(['tokens:revoke', '--user', alice!.username, '--client', '']), '--client needs a value', 2);
+    expectCleanFailure(await cli(['tokens:revoke', '--user', '', '--client', maps!.client_id]), '--user needs a value', 2);
+    expectCleanFailure(await cli(['tokens:revoke', '--user', alice!.username, '--user', bob!.username]), '--user is given more than once', 2);
+    for (const user of [alice!, bob!]) for (const client of [mail!, maps!]) expect(await alive(of(user, client))).toBe(true);
+  });
+
   test('a client with thousands of grants: all end in one transaction, given its time (ADMIN_TRANSACTION_TIMEOUT_MS); out of time, nothing changes', async () => {
     const client = await registerClient(t, 'http://localhost:9999/callback', 'Popular');
     expect((await webhooksApi(t.baseUrl, client, { json: { url: receiver.url('/popular'), events: ['token.revoked'] } })).status).toBe(201);
