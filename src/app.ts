@@ -194,7 +194,8 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   const body = parseBody(); // forms and JSON of our own pages and APIs, at most 16 kB
 
   const inFlight = trackInFlight();
-  // Every path served and the methods it answers; any other method there is 405 (http/exact-paths.ts).
+  // The fixed paths (README "Endpoints") and the methods each answers; any other method there is
+  // 405, a plain OPTIONS 204 (http/exact-paths.ts).
   const served: Record<string, readonly string[]> = {
     [ROUTES.authorization]: ['GET'],
     [ROUTES.token]: ['POST'],
@@ -219,7 +220,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     .use(requestId())
     .use(accessLog({ logger, onResponse: metrics.observeRequest, knownPaths: new Set([...servedPaths, HEALTH_PATH, LIVE_PATH, READY_PATH, '/assets/site.css']) }))
     .use(handleErrors(respondError, log))
-    .use(securityHeaders({ hsts: config.secureCookies }))
+    .use(securityHeaders({ hsts: config.secureCookies, tokenPaths: limits.tokenPaths }))
     .use(health({
       // Through the guards: ready exactly when requests would be let through to the stores.
       checks: { database: () => guards.durable(() => db.ping()), ...(redis ? { redis: () => guards.shortLived(() => redis!.ping()) } : {}) },

@@ -36,7 +36,17 @@ export class DatabaseError extends Error {
   override name = 'DatabaseError';
 }
 
-const firstLine = (error: unknown) => String((error as Error).message).split('\n').find((line) => line.trim() !== '')?.trim() ?? String(error);
+/** What the database or the driver said: the innermost message's last line, without Prisma's invocation preamble. */
+function reasonOf(error: unknown): string {
+  let reason = String(error);
+  const seen = new Set<unknown>();
+  for (let e = error as { message?: unknown; cause?: unknown; meta?: { driverAdapterError?: unknown } } | undefined; e && typeof e === 'object' && !seen.has(e); e = (e.meta?.driverAdapterError ?? e.cause) as typeof e) {
+    seen.add(e);
+    const lines = typeof e.message === 'string' ? e.message.split('\n').map((line) => line.trim()).filter(Boolean) : [];
+    if (lines.length > 0) reason = lines.at(-1)!;
+  }
+  return reason;
+}
 
 /** Prisma's "Transaction API error" (P2028): the transaction expired, or never started, and was rolled back. */
 const unfinished = (error: unknown) => (error as { code?: unknown }).code === 'P2028';
@@ -54,10 +64,7 @@ export async function withDatabase<T>(
   use: (db: Database) => Promise<T>,
   { migrated = true, config = loadConfig(process.env) }: { migrated?: boolean; config?: Config } = {},
 ): Promise<T> {
-  // A command's statements may wait as long as its transaction may (a row a request holds for a
-  // moment, a revocation of thousands of grants), not a request's DATABASE_STATEMENT_TIMEOUT_MS.
-  const { timeouts } = config;
-  const db = await openDatabase({ ...config, timeouts: { ...timeouts, databaseStatementMs: Math.max(timeouts.databaseStatementMs, timeouts.adminTransactionMs) } });
+  const db = await openDatabase(config);
   try {
     try {
       await (migrated ? db.withConnection((sql) => migrate(sql)) : db.ping());
@@ -68,7 +75,8 @@ export async function withDatabase<T>(
       return await use(db);
     } catch (error) {
       if (!unfinished(error) && isStoreFailure(error)) {
-        throw new DatabaseError(`the database did not answer: ${firstLine(error)}`, { cause: error });
+        throw new DatabaseError(`the database did not answer (${reasonOf(error)}; DATABASE_STATEMENT_TIMEOUT_MS is ${config.timeouts.databaseStatementMs} ms): `
+          + 'a change in progress is not confirmed; users:show, clients:show or audit:list tell whether it was made', { cause: error });
       }
       if (!unfinished(error)) throw error;
       const reason = /Transaction API error: [^\n]*/.exec((error as Error).message)?.[0] ?? (error as Error).message;

@@ -53,6 +53,8 @@ function plain(args: string[], options: Options): string[] {
     }
     const value = equals === -1 ? args[++i] : arg.slice(equals + 1);
     if (value === undefined || value === '') throw new UsageError(`--${name} needs a value${value === '' ? ', and was given an empty one' : ''}`);
+    // `--password --password-stdin` is a forgotten value, not a password (as parseArgs would say).
+    if (equals === -1 && value.startsWith('--')) throw new UsageError(`--${name} needs a value; for one that starts with --, write --${name}=${value}`);
     named.push(`--${name}=${value}`);
   }
   return [...named, '--', ...positionals];
@@ -64,7 +66,13 @@ export function parse<const O extends Options>(args: string[], names: readonly s
     parsed = parseArgs({ args: plain(args, options), options, allowPositionals: true, strict: true });
   } catch (error) {
     // node:util's own messages name the option ("Unknown option '--admin'", "Option '--user <value>' argument missing").
-    if (String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS_')) throw new UsageError((error as Error).message);
+    const code = String((error as { code?: unknown }).code);
+    const unknown = /^Unknown option '([^']*)'/.exec((error as Error).message)?.[1];
+    if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && unknown !== undefined) {
+      // node:util's own wording leaves a quote unclosed.
+      throw new UsageError(`Unknown option '${unknown}' (an argument that starts with - goes after --, as in: -- ${unknown})`);
+    }
+    if (code.startsWith('ERR_PARSE_ARGS_')) throw new UsageError((error as Error).message);
     throw error;
   }
   const { positionals } = parsed;

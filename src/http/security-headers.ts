@@ -18,7 +18,11 @@ const CSP = "default-src 'none'; script-src 'none'; style-src 'self'; img-src 's
 /** `'none'` beside a hash the provider added: `'none'` must stand alone in a source list. */
 const NONE_BESIDE_HASH = /script-src 'none' (?='sha256-)/;
 
-export function securityHeaders(options: { hsts: boolean }): Middleware {
+/**
+ * `tokenPaths`: where every answer, a 429 or a 405 included, also carries `Pragma: no-cache`
+ * beside the `Cache-Control: no-store` its answers carry (RFC 6749 §5.1, for HTTP/1.0 caches).
+ */
+export function securityHeaders(options: { hsts: boolean; tokenPaths: ReadonlySet<string> }): Middleware {
   return async (ctx, next) => {
     ctx.set({
       'Content-Security-Policy': CSP,
@@ -27,6 +31,7 @@ export function securityHeaders(options: { hsts: boolean }): Middleware {
       'Referrer-Policy': 'no-referrer',
       'Cross-Origin-Opener-Policy': 'same-origin',
     });
+    if (options.tokenPaths.has(ctx.path)) ctx.set('Pragma', 'no-cache');
     if (options.hsts) ctx.set('Strict-Transport-Security', 'max-age=31536000; includeSubDomains');
     await next();
     const csp = ctx.response.get('Content-Security-Policy');

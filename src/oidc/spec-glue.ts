@@ -26,7 +26,7 @@ export interface GlueDependencies {
 
 export function specGlue(deps: GlueDependencies): Middleware {
   return async (ctx, next) => {
-    if (ctx.path === ROUTES.authorization && ctx.method === 'GET') return authorize(ctx, next, deps);
+    if (ctx.path === ROUTES.authorization && (ctx.method === 'GET' || ctx.method === 'HEAD')) return authorize(ctx, next, deps);
     if (ctx.path === ROUTES.token && ctx.method === 'POST') return token(ctx, next, deps);
     if (ctx.path === ROUTES.userinfo) return userinfo(ctx, next);
     if (ctx.path === ROUTES.introspection && ctx.method === 'POST') return introspect(ctx, next, deps);
@@ -45,7 +45,8 @@ export function specGlue(deps: GlueDependencies): Middleware {
  *
  * Spec: only the code flow exists, whose responses travel in the query (RFC 6749 §4.1.2.1).
  * The provider answers a `token` response_type's error in the fragment, which the client's
- * server never sees; it goes in the query here too, unless the client asked for a mode.
+ * server never sees; it goes in the query here too, unless the client asked for the fragment
+ * (`response_mode=fragment`; `form_post` is a page, not a redirect). HEAD is read as GET is.
  */
 async function authorize(ctx: Context, next: Next, deps: GlueDependencies) {
   const { client_id: clientId, redirect_uri: redirectUri, scope, response_mode: responseMode } = ctx.query;
@@ -59,9 +60,9 @@ async function authorize(ctx: Context, next: Next, deps: GlueDependencies) {
     if (!scopes.has('openid')) ctx.query = { ...ctx.query, scope: ['openid', ...scopes].join(' ') };
   }
   await next();
-  if (ctx.status !== 303 || (responseMode !== undefined && responseMode !== 'query')) return;
+  if (ctx.status !== 303) return;
   let location = ctx.response.get('Location');
-  if (location.includes('#error=')) {
+  if (responseMode !== 'fragment' && location.includes('#error=')) {
     const [target, fragment] = location.split('#', 2) as [string, string];
     location = `${target}${target.includes('?') ? '&' : '?'}${fragment}`;
   }
@@ -76,7 +77,7 @@ const DESCRIPTIONS: Readonly<Record<string, string>> = {
   registration_not_supported: 'the registration parameter is not supported',
 };
 
-/** `location` with a description after its `error`, where the provider gave none. */
+/** `location` with a description after its `error` (in the query or the fragment), where the provider gave none. */
 function described(location: string): string {
   if (!location.includes('error=')) return location;
   let url: URL;
@@ -85,11 +86,15 @@ function described(location: string): string {
   } catch {
     return location; // a relative Location (the login page) carries no error
   }
-  const error = url.searchParams.get('error');
+  const inFragment = url.hash.length > 1;
+  const params = new URLSearchParams(inFragment ? url.hash.slice(1) : url.search);
+  const error = params.get('error');
   const description = error === null ? undefined : DESCRIPTIONS[error];
-  if (description === undefined || url.searchParams.has('error_description')) return location;
-  url.search = new URLSearchParams([...url.searchParams].flatMap(([name, value]): [string, string][] => (
+  if (description === undefined || params.has('error_description')) return location;
+  const withDescription = new URLSearchParams([...params].flatMap(([name, value]): [string, string][] => (
     name === 'error' ? [[name, value], ['error_description', description]] : [[name, value]]))).toString();
+  if (inFragment) url.hash = withDescription;
+  else url.search = withDescription;
   return url.href;
 }
 
@@ -130,9 +135,6 @@ async function readBody(ctx: Context): Promise<string> {
  * The provider reads the body we parsed here (it warns once that a body was parsed upstream).
  */
 async function token(ctx: Context, next: Next, deps: GlueDependencies) {
-  // RFC 6749 §5.1: with the provider's `Cache-Control: no-store`, `Pragma: no-cache` (for
-  // HTTP/1.0 caches), on every answer of the token endpoint, errors included.
-  ctx.set('Pragma', 'no-cache');
   if (!ctx.is('application/x-www-form-urlencoded')) return next(); // the provider refuses it
   const params = querystring.parse(await readBody(ctx));
   // Spec "Limits": the token budget per client_id, spent before any lookup or secret check. An

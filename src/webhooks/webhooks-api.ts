@@ -149,10 +149,5 @@ export function webhooksApi({ findClient, webhooks, body }: WebhooksApiDependenc
     ctx.status = 204;
   }));
 
-  router.all(WEBHOOKS_PATH, (ctx) => {
-    ctx.set('Allow', 'GET, POST, DELETE');
-    throw new ServiceError('method_not_allowed', `${ctx.method} is not supported here; use GET, POST or DELETE`);
-  });
-
   return router;
 }

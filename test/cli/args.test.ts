@@ -24,6 +24,12 @@ describe('parse', () => {
     expect(() => parse(['--user'], [], OPTIONS)).toThrow(new UsageError('--user needs a value'));
   });
 
+  test('an option followed by another option has no value (a forgotten one), unless written with =', () => {
+    expect(() => parse(['--user', '--json'], [], OPTIONS)).toThrow(new UsageError('--user needs a value; for one that starts with --, write --user=--json'));
+    expect(parse(['--user=--json'], [], OPTIONS).values.user).toBe('--json');
+    expect(() => parse(['--Ab12'], ['client_id'], OPTIONS)).toThrow(new UsageError("Unknown option '--Ab12' (an argument that starts with - goes after --, as in: -- --Ab12)"));
+  });
+
   test('an option given twice is refused, but for a repeatable one', () => {
     expect(() => parse(['--user', 'zoe', '--user', 'bob'], [], OPTIONS)).toThrow(new UsageError('--user is given more than once'));
     expect(parse(['--event', 'a', '--event', 'b'], [], OPTIONS).values.event).toEqual(['a', 'b']);

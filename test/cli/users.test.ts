@@ -9,7 +9,7 @@ import { beforeAll, describe, expect, test } from '@jest/globals';
 import { postApplicationsForm } from '../helpers/applications-page.js';
 import { Browser } from '../helpers/browser.js';
 import type { Step, TestClient, TestUser } from '../helpers/browser.js';
-import { auditLines, expectCleanFailure, expectSuccess, serviceWithCli } from '../helpers/cli.js';
+import { auditLines, expectCleanFailure, expectSuccess, runCli, serviceWithCli } from '../helpers/cli.js';
 import type { ServiceWithCli } from '../helpers/cli.js';
 import { basicAuth, createUser, obtainTokens, postForm, registerClient, userinfo } from '../helpers/fixtures.js';
 import { webhooksApi } from '../helpers/receiver.js';
@@ -156,6 +156,31 @@ describe('users:set-password', () => {
     const user = await createUser(t);
     expectCleanFailure(await cli(args.map((arg) => (arg === 'USER' ? user.username : arg)), input), message, code);
     expect((await new Browser(t.baseUrl).authorize(client, user)).searchParams.get('code')).toBeTruthy();
+  });
+});
+
+describe('a row another session holds', () => {
+  test('a statement that outwaits DATABASE_STATEMENT_TIMEOUT_MS is one line, exit 1, and changes nothing', async () => {
+    const user = await createUser(t);
+    const id = await idOf(user.username);
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => { release = resolve; });
+    let locked!: () => void;
+    const holding = new Promise<void>((resolve) => { locked = resolve; });
+    const holder = t.app.db.prisma.$transaction(async (tx) => {
+      await tx.$queryRaw`SELECT 1 FROM users WHERE id = ${id}::uuid FOR UPDATE`;
+      locked();
+      await released;
+    }, { timeout: 30_000 });
+    try {
+      await holding;
+      const run = await runCli(['users:disable', user.username], { DATABASE_URL: t.env.DATABASE_URL!, DATA_DIR: t.env.DATA_DIR!, DATABASE_STATEMENT_TIMEOUT_MS: '300' });
+      expectCleanFailure(run, /users:disable: the database did not answer \(.*statement timeout.*DATABASE_STATEMENT_TIMEOUT_MS is 300 ms\)/, 1);
+    } finally {
+      release();
+      await holder;
+    }
+    expect((await t.app.db.prisma.user.findUniqueOrThrow({ where: { id } })).disabledAt).toBeNull();
   });
 });
 

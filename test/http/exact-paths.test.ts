@@ -87,11 +87,9 @@ describe('methods of the served paths', () => {
       expect({ method, status: res.status }).toEqual({ method, status: 405 });
       const body = await res.json() as Record<string, string>;
       expect(body.error).toBe('method_not_allowed');
-      if (path !== '/api/webhooks.php') { // its own router answers its 405 (GET, POST, DELETE)
-        expect(res.headers.get('allow')).toBe([...methods, ...(methods.includes('GET') ? ['HEAD'] : []), 'OPTIONS'].join(', '));
-      } else {
-        expect(res.headers.get('allow')).toBe('GET, POST, DELETE');
-      }
+      expect(res.headers.get('allow')).toBe([...methods, ...(methods.includes('GET') ? ['HEAD'] : []), 'OPTIONS'].join(', '));
+      // RFC 6749 §5.1: every answer of the token path, this refusal too, is kept out of HTTP/1.0 caches.
+      if (path === '/api/token.php') expect(res.headers.get('pragma')).toBe('no-cache');
     }
   });
 
@@ -99,6 +97,9 @@ describe('methods of the served paths', () => {
     const plain = await fetch(`${t.baseUrl}/api/token.php`, { method: 'OPTIONS' });
     expect(plain.status).toBe(204);
     expect(plain.headers.get('allow')).toBe('POST, OPTIONS');
+    const webhooks = await fetch(`${t.baseUrl}/api/webhooks.php`, { method: 'OPTIONS' });
+    expect(webhooks.status).toBe(204);
+    expect(webhooks.headers.get('allow')).toBe('GET, POST, DELETE, HEAD, OPTIONS');
     const preflight = await fetch(`${t.baseUrl}/api/token.php`, { method: 'OPTIONS', headers: { origin: 'https://spa.example', 'access-control-request-method': 'POST' } });
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get('access-control-allow-origin')).toBe('https://spa.example');

@@ -102,5 +102,23 @@ describe('GET /api/authorize.php', () => {
     const location = new URL(res.headers.get('location')!);
     expect(location.search).toBe('');
     expect(new URLSearchParams(location.hash.slice(1)).get('error')).toBe('unsupported_response_type');
+    const described = await authorize({ client_id: client.client_id, redirect_uri: client.redirect_uri, response_type: 'code', response_mode: 'fragment', request: 'eyJ0eXAiOiJKV1QifQ.e30.' });
+    const fragment = new URLSearchParams(new URL(described.headers.get('location')!).hash.slice(1));
+    expect([fragment.get('error'), fragment.get('error_description')]).toEqual(['request_not_supported', expect.stringMatching(/request object/)]);
+  });
+
+  test('a response_mode that does not exist: the error goes back in the query', async () => {
+    const res = await authorize({ client_id: client.client_id, redirect_uri: client.redirect_uri, response_type: 'token', response_mode: 'bogus', state: 'st-5' });
+    expect(res.status).toBe(303);
+    const location = new URL(res.headers.get('location')!);
+    expect(location.hash).toBe('');
+    expect(location.searchParams.get('error')).toEqual(expect.stringMatching(/^unsupported_response_(type|mode)$/));
+    expect(location.searchParams.get('state')).toBe('st-5');
+  });
+
+  test('HEAD is read as GET: a missing redirect_uri is refused, never redirected', async () => {
+    const res = await fetch(`${t.baseUrl}/api/authorize.php?${new URLSearchParams({ client_id: client.client_id, response_type: 'code' })}`, { method: 'HEAD', redirect: 'manual' });
+    expect(res.status).toBe(400);
+    expect(res.headers.get('location')).toBeNull();
   });
 });

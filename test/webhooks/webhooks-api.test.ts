@@ -164,7 +164,7 @@ describe('bad input → 400 invalid_request', () => {
     expect(repeated.status).toBe(400);
     const put = await webhooksApi(t.baseUrl, client, { method: 'PUT' });
     expectErrorResponse(put, 405, 'method_not_allowed');
-    expect(put.headers.get('allow')).toBe('GET, POST, DELETE');
+    expect(put.headers.get('allow')).toBe('GET, POST, DELETE, HEAD, OPTIONS');
   });
 
   test('at most 10 endpoints per client', async () => {
