@@ -3,7 +3,9 @@
  * slash, percent-encoding) is 404, never served by a router that folds it, so it cannot slip
  * past the token budget or the spec glue. The exact path itself is served as usual.
  */
+import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { OPENAPI_FILE } from '../../src/http/openapi-document.js';
 import { createUser, registerClient, tokenRequest } from '../helpers/fixtures.js';
 import { obtainCode } from '../helpers/browser.js';
 import type { TestClient, TestUser } from '../helpers/browser.js';
@@ -90,6 +92,14 @@ describe('methods of the served paths', () => {
       expect(res.headers.get('allow')).toBe([...methods, ...(methods.includes('GET') ? ['HEAD'] : []), 'OPTIONS'].join(', '));
       // RFC 6749 §5.1: every answer of the token path, this refusal too, is kept out of HTTP/1.0 caches.
       if (path === '/api/token.php') expect(res.headers.get('pragma')).toBe('no-cache');
+    }
+  });
+
+  test('the OpenAPI document lists the same methods for each of these paths', () => {
+    const document = JSON.parse(fs.readFileSync(OPENAPI_FILE, 'utf8')) as { paths: Record<string, Record<string, unknown>> };
+    for (const [path, methods] of Object.entries(METHODS)) {
+      const listed = Object.keys(document.paths[path] ?? {}).filter((key) => ['get', 'post', 'put', 'delete', 'patch'].includes(key)).map((key) => key.toUpperCase());
+      expect({ path, methods: listed.sort() }).toEqual({ path, methods: [...methods].sort() });
     }
   });
 

@@ -29,6 +29,22 @@ describe('GET /api/userinfo.php', () => {
     expect(res.body).toMatchObject({ username: 'bob', email: 'bob@example.com', full_name: 'Bob Builder' });
   });
 
+  test('POST with the header or a form body access_token (RFC 6750 §2.2); the query, or two ways at once, refused', async () => {
+    const post = (init: { authorization?: string; form?: Record<string, string> }, query = '') => fetch(`${t.baseUrl}/api/userinfo.php${query}`, {
+      method: 'POST',
+      headers: { ...(init.authorization ? { authorization: init.authorization } : {}), ...(init.form ? { 'content-type': 'application/x-www-form-urlencoded' } : {}) },
+      body: init.form && new URLSearchParams(init.form).toString(),
+    });
+    expect((await post({ authorization: `Bearer ${accessToken}` })).status).toBe(200);
+    const inBody = await post({ form: { access_token: accessToken } });
+    expect(inBody.status).toBe(200);
+    expect(await inBody.json()).toMatchObject({ username: 'bob' });
+    const inQuery = await fetch(`${t.baseUrl}/api/userinfo.php?access_token=${encodeURIComponent(accessToken)}`);
+    expect([inQuery.status, (await inQuery.json() as Record<string, unknown>).error]).toEqual([401, 'invalid_token']);
+    const twice = await post({ authorization: `Bearer ${accessToken}`, form: { access_token: accessToken } });
+    expect([twice.status, (await twice.json() as Record<string, unknown>).error]).toEqual([401, 'invalid_token']);
+  });
+
   describe.each([
     ['missing', undefined],
     ['unknown', 'Bearer not-a-token'],
