@@ -10,16 +10,34 @@
  */
 import coBody from 'co-body';
 import type { Middleware } from 'koa';
+import { ServiceError } from '../errors.js';
 import { bodyParseError } from './handle-errors.js';
 
 const PARSED_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+
+/** With the `u` flag a surrogate pair is one code point: only a lone surrogate is `\p{Cs}`. */
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/**
+ * Whether every string in a parsed JSON value (keys included) is well-formed UTF-16: JSON may
+ * spell a lone surrogate (`"\ud83d"`), which no UTF-8 text can hold and PostgreSQL's jsonb refuses.
+ */
+function wellFormed(value: unknown): boolean {
+  if (typeof value === 'string') return !LONE_SURROGATE.test(value);
+  if (typeof value !== 'object' || value === null) return true;
+  return Object.entries(value).every(([key, item]) => !LONE_SURROGATE.test(key) && wellFormed(item));
+}
+
 
 export function parseBody({ limit = '16kb' }: { limit?: string } = {}): Middleware {
   return async (ctx, next) => {
     if (PARSED_METHODS.has(ctx.method)) {
       try {
-        if (ctx.is('json')) (ctx.request as { body?: unknown }).body = await coBody.json(ctx, { limit, strict: true });
-        else if (ctx.is('urlencoded')) (ctx.request as { body?: unknown }).body = await coBody.form(ctx, { limit });
+        if (ctx.is('json')) {
+          const body: unknown = await coBody.json(ctx, { limit, strict: true });
+          if (!wellFormed(body)) throw new ServiceError('invalid_request', 'the request body is malformed: a string holds a lone surrogate (\\ud800-\\udfff)');
+          (ctx.request as { body?: unknown }).body = body;
+        } else if (ctx.is('urlencoded')) (ctx.request as { body?: unknown }).body = await coBody.form(ctx, { limit });
       } catch (error) {
         bodyParseError(error as Error, ctx);
       }

@@ -256,6 +256,8 @@ describe('POST /api/register.php (JSON)', () => {
       ['a JSON null body', () => postJson('null')],
       ['malformed JSON', () => postJson('{"client_name": "Demo",')],
       ['an empty JSON body', () => postJson('')],
+      ['a lone surrogate in a name (JSON can spell it, no UTF-8 can hold it)', () => postJson('{"client_name":"ok\\ud83d","redirect_uri":"https://a.example/cb"}')],
+      ['a lone surrogate in a key', () => postJson('{"client_name":"ok","redirect_uri":"https://a.example/cb","\\udc00":1}')],
       ['a text/plain body', () => fetch(`${t.baseUrl}${PATH}`, {
         method: 'POST', headers: { 'content-type': 'text/plain', accept: 'application/json' }, body: JSON.stringify(GOOD),
       })],
