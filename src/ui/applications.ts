@@ -73,7 +73,7 @@ export function applicationsRoutes(deps: ApplicationsDependencies): Router {
       sinceLabel: app.authorizedAt.toUTCString(),
     }));
     deps.views.respond(ctx, 'applications', {
-      title: 'Your applications', csrf: csrfToken(ctx), path: APPLICATIONS_PATH, username: user.username, apps, revoked: ctx.query.revoked === '1',
+      title: 'Your applications', csrf: csrfToken(ctx), path: APPLICATIONS_PATH, username: user.username, userId: user.id, apps, revoked: ctx.query.revoked === '1',
     });
   });
 
@@ -97,6 +97,12 @@ export function applicationsRoutes(deps: ApplicationsDependencies): Router {
     if (action !== 'revoke') throw new ServiceError('invalid_request', 'Unknown action. Go back, reload the page and try again.');
     const user = await signedInUser(ctx);
     if (!user) return signInPage(ctx, { error: 'Your sign-in has ended. Sign in again to revoke access.' }, 401);
+    // The form names the user its page showed: a tab left open while this browser signed in as
+    // someone else since must not revoke that other person's access.
+    const shown = (ctx.request as { body?: Record<string, unknown> }).body?.for_user;
+    if (shown !== undefined && shown !== user.id) {
+      throw new ServiceError('invalid_request', `This page was for another account; this browser has signed in as ${user.username} since. Nothing was revoked: reload the page.`, 409);
+    }
     const clientId = field(ctx, 'client_id');
     if (clientId === '') throw new ServiceError('invalid_request', 'No application was chosen.');
     const grantIds = await deps.apps.revoke(user.id, clientId, requestContext(ctx, userActor(user.id)));

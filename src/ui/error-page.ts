@@ -12,6 +12,7 @@ const TITLES: Record<number, string> = {
   401: 'The application could not be identified',
   403: 'Not allowed',
   404: 'Page not found',
+  409: 'This page is out of date',
   429: 'Too many requests',
   503: 'Temporarily unavailable',
 };

@@ -140,6 +140,21 @@ describe.each<Mode>(['postgres', 'embedded'])('authorized applications page (%s)
     expect(res.body).toContain('id="sign_in"');
   });
 
+  test('a tab left open on another account revokes nothing once this browser has signed in as someone else: 409', async () => {
+    const carol = await createUser(t);
+    const dave = await createUser(t);
+    const [carolsTokens, davesTokens] = [await obtainTokens(t, photos, carol), await obtainTokens(t, photos, dave)];
+    const browser = new Browser(t.baseUrl);
+    const staleTab = await signIn(browser, carol);
+    const shown = /name="for_user" value="([^"]*)"/.exec(staleTab.body)?.[1];
+    expect(shown).toEqual(expect.any(String));
+    await signIn(browser, dave); // another tab of the same browser
+    const res = await browser.request(PATH, { form: { _csrf: csrfOf(staleTab), action: 'revoke', client_id: photos.client_id, for_user: shown! } });
+    expect(res.status).toBe(409);
+    expect(res.body).toContain(`signed in as ${dave.username} since. Nothing was revoked`);
+    for (const tokens of [carolsTokens, davesTokens]) expect((await userinfo(t, `Bearer ${tokens.access_token}`)).status).toBe(200);
+  });
+
   test('an unknown action or a missing client_id: 400 page', async () => {
     const browser = new Browser(t.baseUrl);
     await signIn(browser, alice);

@@ -48,6 +48,29 @@ async function signIn(browser: Browser, client: { client_id: string; client_secr
   return post(browser, page, 'sign_in', { client_id: client.client_id, client_secret: client.client_secret });
 }
 
+describe('a tab left open on another application', () => {
+  test('its forms change nothing once this browser has signed in as another application: 409 and a readable page', async () => {
+    const x = await registerClient(t, 'https://x.example/cb', 'App X');
+    const y = await registerClient(t, 'https://y.example/cb', 'App Y');
+    const browser = new Browser(t.baseUrl);
+    const staleTab = await signIn(browser, x);
+    const shown = /name="for_client" value="([^"]*)"/.exec(staleTab.body)?.[1];
+    expect(shown).toBe(x.client_id);
+    // Another tab of the same browser signs out and in as App Y.
+    await post(browser, await browser.request('/api/settings.php'), 'sign_out');
+    await signIn(browser, y);
+    const res = await post(browser, staleTab, 'update_client', { for_client: shown!, client_name: 'App X v2', redirect_uri: 'https://x.example/cb' });
+    expect(res.status).toBe(409);
+    expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(unescape(res.body)).toContain(`signed in to settings as App Y (${y.client_id}) since. Nothing was changed`);
+    const stored = await t.app.db.prisma.client.findUniqueOrThrow({ where: { clientId: y.client_id } });
+    expect([stored.clientName, stored.redirectUri]).toEqual(['App Y', 'https://y.example/cb']);
+    // The page of the application signed in now still works.
+    const current = await browser.request('/api/settings.php');
+    expect((await post(browser, current, 'update_client', { for_client: y.client_id, client_name: 'App Y v2', redirect_uri: 'https://y.example/cb' })).status).toBe(200);
+  });
+});
+
 describe('sign-in', () => {
   test('the page asks for client_id and client_secret; wrong ones are refused with a readable page', async () => {
     const client = await registerClient(t);
