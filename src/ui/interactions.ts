@@ -8,6 +8,7 @@
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import type Provider from 'oidc-provider';
+import { errors } from 'oidc-provider';
 import type { InteractionResults } from 'oidc-provider';
 import { ServiceError } from '../errors.js';
 import type { User, UserStore } from '../accounts/user-store.js';
@@ -42,21 +43,34 @@ export interface AuthorizationDenial {
   accountId: string | undefined;
 }
 
+/** A sign-in step that has ended (finished in another tab, gone Back to, expired after 1 hour). */
+const stale = () => new ServiceError('invalid_request', 'This sign-in step is no longer current (it was finished, or it expired). Return to the application and start again.');
+
+/**
+ * `work` on the provider's interaction: one that is gone (the provider's SessionNotFound,
+ * "interaction session not found") is the readable {@link stale} page, not the provider's words.
+ */
+async function current<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    throw error instanceof errors.SessionNotFound ? stale() : error;
+  }
+}
+
 export function interactionRoutes({ provider, users, findUser, guard, audit, views, body, onDenied }: InteractionDependencies): Router {
   const router = new Router({ prefix: '/interaction/:uid' });
 
   async function details(ctx: Context, expected?: 'login' | 'consent') {
-    const interaction = await provider.interactionDetails(ctx.req, ctx.res);
-    if (interaction.uid !== ctx.params.uid || (expected && interaction.prompt.name !== expected)) {
-      throw new ServiceError('invalid_request', 'This sign-in step is no longer current. Return to the application and start again.');
-    }
+    const interaction = await current(() => provider.interactionDetails(ctx.req, ctx.res));
+    if (interaction.uid !== ctx.params.uid || (expected && interaction.prompt.name !== expected)) throw stale();
     const client = await provider.Client.find(String(interaction.params.client_id));
     if (!client) throw new ServiceError('invalid_request', 'The application is no longer registered.');
     return { interaction, clientName: client.clientName ?? client.clientId };
   }
 
   async function finish(ctx: Context, result: InteractionResults, merge: boolean) {
-    const location = await provider.interactionResult(ctx.req, ctx.res, result, { mergeWithLastSubmission: merge });
+    const location = await current(() => provider.interactionResult(ctx.req, ctx.res, result, { mergeWithLastSubmission: merge }));
     ctx.status = 303;
     ctx.redirect(location);
   }
@@ -92,7 +106,7 @@ export function interactionRoutes({ provider, users, findUser, guard, audit, vie
     const grant = grantId
       ? await provider.Grant.find(grantId)
       : new provider.Grant({ accountId: session!.accountId, clientId: String(params.client_id) });
-    if (!grant) throw new ServiceError('invalid_request', 'This sign-in step is no longer current. Return to the application and start again.');
+    if (!grant) throw stale();
     if (Array.isArray(missing.missingOIDCScope)) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
     if (Array.isArray(missing.missingOIDCClaims)) grant.addOIDCClaims(missing.missingOIDCClaims);
     for (const [indicator, scopes] of Object.entries((missing.missingResourceScopes ?? {}) as Record<string, string[]>)) {

@@ -224,11 +224,22 @@ describe('over http (BASE_URL http://localhost:<port>)', () => {
       expect(interaction).toBeTruthy();
       await interaction!.destroy(); // what expiry does: the provider no longer finds it
 
-      expectReadable4xx(await browser.request(page.url));
-      const login = await browser.submit(page, '/login', { username: user.username, password: user.password });
-      expectReadable4xx(login);
-      expect(login.location).toBeUndefined();
-      expectReadable4xx(await browser.submit(page, '/abort'));
+      for (const step of [await browser.request(page.url), await browser.submit(page, '/login', { username: user.username, password: user.password }), await browser.submit(page, '/abort')]) {
+        expectReadable4xx(step);
+        expect(step.location).toBeUndefined();
+        // Our words, not the provider's "interaction session not found".
+        expect(elementText(step.body, 'error_description')).toContain('This sign-in step is no longer current');
+      }
+    });
+
+    test('a sign-in step already finished (Back after signing in, the login form again from a second tab) says so', async () => {
+      const { browser, page } = await loginPage();
+      const consent = await browser.submit(page, '/login', { username: user.username, password: user.password });
+      expect(consent.body).toContain('id="approve"');
+      for (const step of [await browser.request(page.url), await browser.submit(page, '/login', { username: user.username, password: user.password })]) {
+        expectReadable4xx(step);
+        expect(elementText(step.body, 'error_description')).toContain('This sign-in step is no longer current');
+      }
     });
 
     test('a uid that is not the browser\'s current interaction gives a readable 4xx page', async () => {
