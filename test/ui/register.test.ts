@@ -238,12 +238,22 @@ describe('POST /api/register.php (JSON)', () => {
     ['blank', { client_name: '   ' }],
     ['over-long', { client_name: 'n'.repeat(101) }],
     ['with a control character', { client_name: 'Demo\u0000App' }],
+    ['with a C1 control character', { client_name: '\u0085Demo' }],
+    ['with a right-to-left override', { client_name: 'Demo \u202egnp.exe' }],
+    ['invisible (zero-width only)', { client_name: '\u200b\u200b' }],
   ])('a %s client_name is 400 invalid_request', async (_, name) => {
     const res = await postJson({ redirect_uri: GOOD.redirect_uri, ...name });
     expect(res.status).toBe(400);
     const body = await res.json() as Record<string, unknown>;
     expect(body.error).toBe('invalid_request');
     expect(body.error_description).toEqual(expect.stringContaining('client_name'));
+  });
+
+  test('a name in any script, with emoji (zero-width joiners included), is taken as given', async () => {
+    const name = 'Ünïcødé アプリ 👩‍👩‍👧';
+    const res = await postJson({ client_name: name, redirect_uri: GOOD.redirect_uri });
+    expect(res.status).toBe(201);
+    expect((await res.json() as Record<string, unknown>).client_name).toBe(name);
   });
 
   describe('malformed requests get a 4xx JSON error, never a 5xx', () => {
