@@ -25,7 +25,7 @@ import { createLogger } from '../ops/logger.js';
 import { openDatabase } from '../store/database.js';
 import type { Database } from '../store/database.js';
 import { migrate } from '../store/migrate.js';
-import { isStoreFailure } from '../store/store-failure.js';
+import { errorChain, isStoreFailure } from '../store/store-failure.js';
 import { createWebhookService } from '../webhooks/webhook-service.js';
 
 /**
@@ -39,10 +39,8 @@ export class DatabaseError extends Error {
 /** What the database or the driver said: the innermost message's last line, without Prisma's invocation preamble. */
 function reasonOf(error: unknown): string {
   let reason = String(error);
-  const seen = new Set<unknown>();
-  for (let e = error as { message?: unknown; cause?: unknown; meta?: { driverAdapterError?: unknown } } | undefined; e && typeof e === 'object' && !seen.has(e); e = (e.meta?.driverAdapterError ?? e.cause) as typeof e) {
-    seen.add(e);
-    const lines = typeof e.message === 'string' ? e.message.split('\n').map((line) => line.trim()).filter(Boolean) : [];
+  for (const { message } of errorChain(error)) {
+    const lines = typeof message === 'string' ? message.split('\n').map((line) => line.trim()).filter(Boolean) : [];
     if (lines.length > 0) reason = lines.at(-1)!;
   }
   return reason;

@@ -28,7 +28,6 @@ function wellFormed(value: unknown): boolean {
   return Object.entries(value).every(([key, item]) => !LONE_SURROGATE.test(key) && wellFormed(item));
 }
 
-
 export function parseBody({ limit = '16kb' }: { limit?: string } = {}): Middleware {
   return async (ctx, next) => {
     if (PARSED_METHODS.has(ctx.method)) {

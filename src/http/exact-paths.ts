@@ -29,7 +29,7 @@ export function foldPath(path: string): string {
 /** `served`: each path and the methods it answers (HEAD comes with GET). */
 export function exactPaths(served: Readonly<Record<string, readonly string[]>>): Middleware {
   const canonical = new Map(Object.keys(served).map((path) => [foldPath(path), path]));
-  const allow = new Map(Object.entries(served).map(([path, methods]) => [path, [...methods, ...(methods.includes('GET') ? ['HEAD'] : []), 'OPTIONS']]));
+  const allow = new Map(Object.entries(served).map(([path, methods]) => [path, [...methods, ...(methods.includes('GET') ? ['HEAD'] : []), 'OPTIONS'].join(', ')]));
   return async (ctx, next) => {
     const meant = canonical.get(foldPath(ctx.path));
     if (meant !== undefined && meant !== ctx.path) {
@@ -37,14 +37,13 @@ export function exactPaths(served: Readonly<Record<string, readonly string[]>>):
     }
     await next();
     if (meant === undefined || ctx.status !== 404 || ctx.body != null) return;
-    const methods = allow.get(meant)!;
-    if (ctx.method !== 'OPTIONS' && methods.includes(ctx.method)) return; // a 404 of its own (none yet)
-    ctx.set('Allow', methods.join(', '));
+    const use = served[meant]!;
+    if (use.includes(ctx.method) || (ctx.method === 'HEAD' && use.includes('GET'))) return; // a 404 of its own (none yet)
+    ctx.set('Allow', allow.get(meant)!);
     if (ctx.method === 'OPTIONS') {
       ctx.status = 204;
       return;
     }
-    const use = served[meant]!;
     throw new ServiceError('method_not_allowed', `${ctx.method} is not supported at ${ctx.path}; use ${use.length > 1 ? `${use.slice(0, -1).join(', ')} or ${use.at(-1)}` : use[0]}`);
   };
 }

@@ -61,13 +61,14 @@ async function authorize(ctx: Context, next: Next, deps: GlueDependencies) {
   }
   await next();
   if (ctx.status !== 303) return;
-  let location = ctx.response.get('Location');
+  const answered = ctx.response.get('Location');
+  let location = answered;
   if (responseMode !== 'fragment' && location.includes('#error=')) {
     const [target, fragment] = location.split('#', 2) as [string, string];
     location = `${target}${target.includes('?') ? '&' : '?'}${fragment}`;
   }
   location = described(location);
-  if (location !== ctx.response.get('Location')) ctx.redirect(location); // Location and the body's link alike
+  if (location !== answered) ctx.redirect(location); // Location and the body's link alike
 }
 
 /** Errors the provider sends back to the client without an `error_description` (README "Errors": every error has one). */

@@ -29,7 +29,8 @@ const PRISMA_CODES = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024']);
 /** Messages of node-postgres, pg-pool, ioredis and Prisma's transaction manager for a store that does not answer. */
 const MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Connection is closed|Command timed out|Stream isn't writeable|Reached the max retries per request limit|Transaction API error: Unable to start a transaction in the given time|Cannot use a pool after calling end on the pool|Client was closed and is not queryable)/;
 
-interface Shape {
+/** What the store clients' errors (node-postgres, Prisma, ioredis) may carry; all of it unchecked. */
+export interface Shape {
   name?: unknown;
   code?: unknown;
   kind?: unknown;
@@ -48,8 +49,8 @@ function failureHere(error: Shape): boolean {
   return typeof error.message === 'string' && MESSAGES.test(error.message);
 }
 
-/** True when `error` (or what it wraps) says a store did not answer, or refused to serve. */
-export function isStoreFailure(error: unknown): boolean {
+/** `error` and what it wraps (its `cause`, Prisma's `meta.driverAdapterError`), outermost first. */
+export function* errorChain(error: unknown): Generator<Shape> {
   const seen = new Set<unknown>();
   const queue: unknown[] = [error];
   while (queue.length > 0) {
@@ -57,9 +58,14 @@ export function isStoreFailure(error: unknown): boolean {
     if (typeof next !== 'object' || next === null || seen.has(next)) continue;
     seen.add(next);
     const shape = next as Shape;
-    if (failureHere(shape)) return true;
+    yield shape;
     queue.push(shape.cause, shape.meta?.driverAdapterError);
   }
+}
+
+/** True when `error` (or what it wraps) says a store did not answer, or refused to serve. */
+export function isStoreFailure(error: unknown): boolean {
+  for (const shape of errorChain(error)) if (failureHere(shape)) return true;
   return false;
 }
 

@@ -99,8 +99,8 @@ export function applicationsRoutes(deps: ApplicationsDependencies): Router {
     if (!user) return signInPage(ctx, { error: 'Your sign-in has ended. Sign in again to revoke access.' }, 401);
     // The form names the user its page showed: a tab left open while this browser signed in as
     // someone else since must not revoke that other person's access.
-    const shown = (ctx.request as { body?: Record<string, unknown> }).body?.for_user;
-    if (shown !== undefined && shown !== user.id) {
+    const shown = field(ctx, 'for_user');
+    if (shown !== '' && shown !== user.id) {
       throw new ServiceError('invalid_request', `This page was for another account; this browser has signed in as ${user.username} since. Nothing was revoked: reload the page.`, 409);
     }
     const clientId = field(ctx, 'client_id');

@@ -93,8 +93,8 @@ export function settingsRoutes(deps: SettingsDependencies): Router {
     if (!client) return signInPage(ctx, { error: 'Your settings session has ended (it lasts 15 minutes and ends when the secret is rotated). Sign in again.' }, 401);
     // Each form names the application its page showed: a tab left open on another application
     // (this browser signed in as a second one since) must not change the one signed in now.
-    const shown = (ctx.request as { body?: Record<string, unknown> }).body?.for_client;
-    if (shown !== undefined && shown !== client.clientId) {
+    const shown = field(ctx, 'for_client');
+    if (shown !== '' && shown !== client.clientId) {
       throw new ServiceError('invalid_request', `This page was for another application; this browser has signed in to settings as ${client.clientName} (${client.clientId}) since. Nothing was changed: reload the page.`, 409);
     }
     const context = requestContext(ctx, clientActor(client.clientId));
