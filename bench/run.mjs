@@ -4,13 +4,14 @@
  * Builds the service, then starts each server under test in its own process — bare Koa, the
  * stock oidc-provider with a Map adapter (P), and this service (`node dist/launch.cjs`, as
  * `npm start` runs it) on PostgreSQL + Redis and embedded — and drives each from another
- * process (autocannon, 32 connections; fresh login flows: 8 browsers). Each figure: a warm-up,
+ * process (Debian's wrk when installed, else autocannon; 32 connections; fresh login flows: 8
+ * browsers). Each figure: a warm-up,
  * then the median of 3 runs of 8 s. Costs per request are counted on the stores' side
  * (bench/lib/counters.mjs) and from /proc (the server's CPU time and RSS).
  *
  * Usage: npm run bench [-- --quick] [--mode pg|embedded|both] [--rows userinfo,exchange,…]
  *        [--seed-tokens N] [--connections 32] [--seconds 8] [--runs 3] [--warmup 3] [--no-build]
- *        [--json file] [--webhook-latency] [--cpu-prof dir] [--env NAME=value …]
+ *        [--json file] [--webhook-latency] [--cpu-prof dir] [--env NAME=value …] [--load wrk|autocannon]
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -19,7 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { startBareKoa, startStockProvider } from './lib/anchors.mjs';
-import { ROOT, runDriver } from './lib/processes.mjs';
+import { defaultLoad, ROOT, runDriver } from './lib/processes.mjs';
 import { ROWS, ROW_IDS } from './lib/rows.mjs';
 import { seedTokens } from './lib/seed-tokens.mjs';
 import { startService } from './lib/service.mjs';
@@ -41,6 +42,7 @@ const { values: options } = parseArgs({
     'webhook-latency': { type: 'boolean', default: false },
     'cpu-prof': { type: 'string' },
     env: { type: 'string', multiple: true, default: [] },
+    load: { type: 'string', default: defaultLoad() },
   },
 });
 
@@ -48,6 +50,7 @@ const rows = options.rows.split(',').map((row) => row.trim()).filter(Boolean);
 for (const row of rows) if (!ROWS[row]) throw new Error(`--rows: unknown row "${row}" (rows: ${ROW_IDS.join(', ')})`);
 if (!['pg', 'embedded', 'both'].includes(options.mode)) throw new Error('--mode must be pg, embedded or both');
 const modes = options.mode === 'both' ? ['pg', 'embedded'] : [options.mode];
+if (!['wrk', 'autocannon'].includes(options.load)) throw new Error('--load must be wrk or autocannon');
 const seed = Number(options['seed-tokens']);
 if (!Number.isInteger(seed) || seed < 0) throw new Error('--seed-tokens must be a whole number');
 
@@ -64,6 +67,7 @@ const settings = {
   seconds: Number(options.seconds ?? (options.quick ? 2 : 8)),
   warmup: Number(options.warmup ?? (options.quick ? 1 : 3)),
   runs: Number(options.runs ?? (options.quick ? 1 : 3)),
+  load: options.load,
   tmpDir,
 };
 const log = (line) => process.stderr.write(`[bench] ${line}\n`);
@@ -74,7 +78,7 @@ const log = (line) => process.stderr.write(`[bench] ${line}\n`);
  */
 async function measure(target, rowId, { server = target.server, counters = target.counters, title = rowId } = {}) {
   const row = ROWS[rowId];
-  const driver = row.driver ?? 'cannon';
+  const driver = row.driver ?? (settings.load === 'wrk' ? 'wrk' : 'cannon');
   const plan = row.plan(target, settings);
   const warm = await runDriver(driver, await plan.warmup());
   const specs = await plan.runs(warm.perSecond);
@@ -231,7 +235,7 @@ function print(results, argon2Rate) {
     fmt(r.pg, 1), fmt(r.redis, 1), fmt(r.cpuUs), fmt(r.rssMb), r.notes.join('; '),
   ]);
   console.log(`\n${new Date().toISOString()} · ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'CPU'} · node ${process.version} · `
-    + `${settings.connections} connections · warm-up ${settings.warmup} s, then the median of ${settings.runs} × ${settings.seconds} s${settings.quick ? ' (--quick)' : ''}\n`);
+    + `${settings.load}, ${settings.connections} connections · warm-up ${settings.warmup} s, then the median of ${settings.runs} × ${settings.seconds} s${settings.quick ? ' (--quick)' : ''}\n`);
   console.log(formatTable(header, table));
 }
 

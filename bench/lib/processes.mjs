@@ -5,7 +5,7 @@
  *
  * @example const server = await startServer('svc', [ 'dist/launch.cjs' ], env, `${base}/healthz/live`);
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -84,6 +84,11 @@ export function tail(file, lines = 30) {
   } catch {
     return '(no log)';
   }
+}
+
+/** The load generator the bench drives with unless told: Debian's `wrk` when installed (C, light on the shared cores), else autocannon. */
+export function defaultLoad() {
+  return spawnSync('wrk', ['-v'], { stdio: 'ignore' }).error ? 'autocannon' : 'wrk';
 }
 
 /** Runs a bench driver (`bench/drivers/<name>.mjs`) in its own process with a JSON spec (and `env` added to the bench's); resolves with its JSON answer. */

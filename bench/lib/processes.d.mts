@@ -1,0 +1,8 @@
+/** Types of bench/lib/processes.mjs, for the TypeScript tests that drive it. */
+export interface DriverResult {
+  requests: number; wasted: number; served: number; perSecond: number; p50: number; p99: number;
+  seconds: number; statuses: Record<string, number>; errors: number; exhausted: boolean;
+}
+export const ROOT: string;
+export function defaultLoad(): 'wrk' | 'autocannon';
+export function runDriver(name: string, spec: unknown, env?: Record<string, string>): Promise<DriverResult>;

@@ -1,0 +1,101 @@
+/**
+ * The bench's load drivers (issue 9: "drives it from another process (autocannon or Debian's
+ * wrk)"): both take one spec and answer one JSON line, and each fresh input is sent once, a
+ * rotated refresh token next in its chain. A tiny server records what it was sent.
+ * No speed is asserted.
+ */
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { runDriver } from '../../bench/lib/processes.mjs';
+
+const HAS_WRK = !spawnSync('wrk', ['-v'], { stdio: 'ignore' }).error;
+const DRIVERS = HAS_WRK ? ['cannon', 'wrk'] : ['cannon'];
+if (!HAS_WRK) {
+  const missing = "wrk is missing: install Debian's wrk package (apt-get install wrk)";
+  if (process.env.CI) test('wrk is available', () => { throw new Error(`${missing}. CI is set, so this fails instead of skipping.`); });
+  else console.warn(`test/bench/drivers.test.ts tests autocannon only: ${missing}`);
+}
+
+let server: http.Server;
+let url: string;
+let bodies: string[] = [];
+let dir: string;
+
+beforeAll(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-drivers-'));
+  // POST /token answers a new refresh token derived from the one it got ("a" → "a.1" → "a.1.1");
+  // "bad" gets 400; GET answers 200.
+  server = http.createServer((req, res) => {
+    let body = '';
+    req.setEncoding('utf8').on('data', (chunk) => { body += chunk; }).on('end', () => {
+      if (req.method !== 'POST') return res.end('{}');
+      bodies.push(body);
+      const token = new URLSearchParams(body).get('refresh_token') ?? '';
+      res.writeHead(token === 'bad' ? 400 : 200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ refresh_token: `${token}.1`, other: 'x' }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  await new Promise((resolve) => server.close(resolve));
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+const pool = (values: string[]) => {
+  const file = path.join(dir, `pool-${Math.random().toString(36).slice(2)}.json`);
+  fs.writeFileSync(file, JSON.stringify(values));
+  return file;
+};
+
+describe.each(DRIVERS)('bench driver %s', (driver) => {
+  test('a fixed request: statuses counted, the answer line has every field', async () => {
+    const result = await runDriver(driver, { url, connections: 2, seconds: 1, request: { method: 'GET', path: '/' }, expect: [200] });
+    expect(Object.keys(result).sort()).toEqual(['errors', 'exhausted', 'p50', 'p99', 'perSecond', 'requests', 'seconds', 'served', 'statuses', 'wasted']);
+    expect(result.served).toBeGreaterThan(0);
+    expect(result.statuses).toEqual({ 200: result.requests });
+    expect(result.served).toBe(result.requests);
+    expect(result.exhausted).toBe(false);
+    expect(result.p99).toBeGreaterThanOrEqual(result.p50);
+  }, 30_000);
+
+  test('a pool: each value sent once, encoded into the body; the run stops when it runs out', async () => {
+    bodies = [];
+    const values = Array.from({ length: 40 }, (_, i) => `code ${i}&=/+`);
+    const result = await runDriver(driver, {
+      url, connections: 2, seconds: 5, request: { method: 'POST', path: '/token', headers: { 'content-type': 'application/x-www-form-urlencoded' } },
+      expect: [200], pool: { file: pool([...values, 'bad']), body: 'code={value}&client_id=c1' },
+    });
+    expect(result.exhausted).toBe(true);
+    expect(result.seconds).toBeLessThan(5);
+    const sent = bodies.map((body) => new URLSearchParams(body)).filter((form) => form.get('code') !== 'pool-exhausted');
+    expect(sent.map((form) => form.get('code')).sort()).toEqual([...values, 'bad'].sort()); // two connections: any order
+    expect(sent.every((form) => form.get('client_id') === 'c1')).toBe(true);
+    // Answers that arrive after the pool ran out are not figures: they count as wasted.
+    expect(result.requests + result.wasted).toBeGreaterThanOrEqual(40);
+    expect(result.served).toBe(result.statuses[200]);
+    expect(result.served).toBeGreaterThanOrEqual(39);
+    expect(Object.keys(result.statuses).every((status) => status === '200' || status === '400')).toBe(true);
+  }, 30_000);
+
+  test('recycle: the token an answer carries is sent next, so every chain stays one sequence', async () => {
+    bodies = [];
+    const result = await runDriver(driver, {
+      url, connections: 2, seconds: 1, request: { method: 'POST', path: '/token', headers: { 'content-type': 'application/x-www-form-urlencoded' } },
+      expect: [200], pool: { file: pool(['a', 'b', 'c']), body: 'grant_type=refresh_token&refresh_token={value}', recycle: 'refresh_token' },
+    });
+    expect(result.served).toBeGreaterThan(10);
+    const sent = bodies.map((body) => new URLSearchParams(body).get('refresh_token')!);
+    // Every token sent is either a chain's start or the answer to the token before it, sent once.
+    expect(new Set(sent).size).toBe(sent.length);
+    for (const token of sent) expect(token).toMatch(/^[abc](\.1)*$/);
+    for (const token of sent.filter((t) => t.length > 1)) expect(sent).toContain(token.slice(0, -2));
+  }, 30_000);
+});
