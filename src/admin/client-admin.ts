@@ -2,10 +2,10 @@
  * What an operator does to clients (the CLI's `clients:*` and `tokens:revoke --client`). Each
  * change is one transaction with its audit rows (and its webhook events: client-settings.ts).
  *
- * Deleting a client ends every grant and token it holds, then deletes it; its webhook endpoints
- * and their deliveries go with it (foreign-key cascade), so its receivers are sent nothing more,
- * not even a `token.revoked` (README "Decisions"). The audit trail keeps one `token.revoked` row
- * per user whose grants ended, and `client.deleted`.
+ * Deleting a client ends every grant and token it holds, with a `token.revoked` event
+ * (`admin_revoked`) per grant for its subscribed endpoints and one `token.revoked` audit row per
+ * user, then deletes it. Its endpoints outlive it without a client (client_id NULL) until what
+ * they have pending is delivered, then the cleanup job removes them (README "Decisions").
  *
  * @example await admin.delete(await admin.find(clientId), { actor: OPERATOR });
  */
@@ -13,9 +13,9 @@ import type { AuditContext } from '../audit/audit-log.js';
 import type { ChangeTransaction } from '../audit/audited-changes.js';
 import type { ClientSettings } from '../clients/client-settings.js';
 import type { Client, PrismaClient } from '../generated/prisma/client.js';
-import { endGrants, grantCount } from '../oidc/authorized-apps.js';
+import { grantCount } from '../oidc/authorized-apps.js';
 import type { ApplicationRevoked } from '../oidc/authorized-apps.js';
-import { revokedFields, revokeGrants } from '../webhooks/application-events.js';
+import { revokeGrants } from '../webhooks/application-events.js';
 import type { WebhookEndpoint } from '../webhooks/webhook-store.js';
 import { NotFoundError } from './not-found.js';
 
@@ -59,10 +59,10 @@ export function createClientAdmin({ prisma, settings, changes }: ClientAdminDepe
       return { endpoints, authorizedUsers: row?.users ?? 0 };
     },
     delete(client, context) {
-      return changes(async (tx, _raise, audit) => {
-        const revoked = await endGrants(tx, { clientId: client.clientId });
-        for (const entry of revoked) await audit('token.revoked', revokedFields(entry, 'admin_revoked'), context);
-        const { count } = await tx.client.deleteMany({ where: { clientId: client.clientId } }); // endpoints and deliveries cascade
+      return changes(async (tx, raise, audit) => {
+        // The events are written while the client still owns its endpoints; the endpoints then outlive it.
+        const revoked = await revokeGrants(tx, raise, audit, { clientId: client.clientId }, context);
+        const { count } = await tx.client.deleteMany({ where: { clientId: client.clientId } });
         if (count === 0) throw new NotFoundError(`no client "${client.clientId}" (deleted meanwhile)`);
         await audit('client.deleted', { client: client.clientId, detail: { client_name: client.clientName, grants_revoked: grantCount(revoked) } }, context);
         return { revoked };

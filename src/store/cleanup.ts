@@ -1,6 +1,7 @@
 /**
  * Deletes expired provider models (codes, access and refresh tokens, grants) from
- * `oidc_models`, finished webhook deliveries older than {@link DELIVERY_LOG_DAYS} days, and
+ * `oidc_models`, finished webhook deliveries older than {@link DELIVERY_LOG_DAYS} days, the
+ * endpoints of deleted clients once they have nothing left to send, and
  * audit rows older than AUDIT_RETENTION_DAYS, so storage does not grow without end. Expired rows already read as absent
  * (postgres-adapter.ts); this only reclaims their space.
  *
@@ -72,6 +73,22 @@ export function deleteOldDeliveries(prisma: PrismaClient, options: CleanupOption
   return deleteOlderThan(prisma, 'webhook_deliveries', options.days ?? DELIVERY_LOG_DAYS, Prisma.sql`status <> 'pending'`, options);
 }
 
+/**
+ * One bounded pass over the webhook endpoints of deleted clients (client_id NULL): each is removed,
+ * with its delivery log, once it has nothing pending; until then the worker still delivers its
+ * messages (the `token.revoked` events of the client's deletion among them). Resolves to the
+ * number of endpoints deleted.
+ */
+export function deleteRetiredEndpoints(prisma: PrismaClient, options: CleanupOptions = {}): Promise<number> {
+  return boundedPass(options, (limit) => prisma.$executeRaw`
+    DELETE FROM webhook_endpoints WHERE id IN (
+      SELECT e.id FROM webhook_endpoints e
+      WHERE e.client_id IS NULL
+        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.status = 'pending')
+      LIMIT ${limit}
+      FOR UPDATE SKIP LOCKED)`);
+}
+
 /** One bounded pass over the audit trail: rows older than `days` (AUDIT_RETENTION_DAYS); resolves to the number deleted. */
 export function deleteOldAuditEvents(prisma: PrismaClient, options: CleanupOptions & { days: number }): Promise<number> {
   return deleteOlderThan(prisma, 'audit_events', options.days, Prisma.sql`true`, options);
@@ -83,7 +100,7 @@ export interface Cleanup {
 }
 
 /**
- * Runs {@link deleteExpired}, {@link deleteOldDeliveries} and {@link deleteOldAuditEvents} every
+ * Runs {@link deleteExpired}, {@link deleteOldDeliveries}, {@link deleteRetiredEndpoints} and {@link deleteOldAuditEvents} every
  * `intervalMs` (the next pass is scheduled when the previous one ends, so passes never overlap).
  * A failed pass (say, the database is down) is logged and the next one runs on schedule.
  */
@@ -102,6 +119,7 @@ export function startCleanup(
       const pass = async () => {
         await deleteExpired(prisma, options);
         await deleteOldDeliveries(prisma, options);
+        await deleteRetiredEndpoints(prisma, options);
         await deleteOldAuditEvents(prisma, { ...options, days: options.auditRetentionDays });
       };
       running = pass().then(() => undefined, log).finally(() => {

@@ -93,7 +93,7 @@ describe('every model through the generated client', () => {
     expect(await prisma.oidcModel.deleteMany({ where: { id } })).toEqual({ count: 1 });
   });
 
-  test('WebhookEndpoint and WebhookDelivery: create with defaults, text[] and JSON, read, update; deleting a client removes both', async () => {
+  test('WebhookEndpoint and WebhookDelivery: create with defaults, text[] and JSON, read, update; a deleted client\'s endpoint stays without it; deleting the endpoint removes its deliveries', async () => {
     const clientId = randomUUID();
     await prisma.client.create({ data: { clientId, clientSecretHash: 'a'.repeat(64), clientName: 'App', redirectUri: 'https://app.example/cb' } });
     const endpoint = await prisma.webhookEndpoint.create({
@@ -119,8 +119,11 @@ describe('every model through the generated client', () => {
     });
     expect(updated).toMatchObject({ status: 'delivered', attempts: 1, lastStatusCode: 204 });
 
+    // Deleting a client leaves its endpoints without one (they still deliver what is pending);
+    // deleting an endpoint removes its delivery log.
     await prisma.client.delete({ where: { clientId } });
-    expect(await prisma.webhookEndpoint.findUnique({ where: { id: endpoint.id } })).toBeNull();
+    expect(await prisma.webhookEndpoint.findUnique({ where: { id: endpoint.id } })).toEqual({ ...endpoint, clientId: null });
+    await prisma.webhookEndpoint.delete({ where: { id: endpoint.id } });
     expect(await prisma.webhookDelivery.findUnique({ where: { id: delivery.id } })).toBeNull();
   });
 
