@@ -4,7 +4,10 @@
  * - no code is redeemed twice (a code that was answered 200 never is again);
  * - no token answered 200 fails afterwards;
  * - no webhook event is lost (every token answered 200 has its `token.issued` in the outbox);
- * - no client is half-registered (every 201's credentials work; every stored client is whole).
+ * - no client is half-registered (every 201's credentials work; every stored client is whole,
+ *   with its audit row; none is left by a registration that was answered otherwise).
+ * The kill waits until requests of both kinds are provably in flight (sent whole, unanswered).
+ * `CRASH_COUNTS=1` prints how many of each the crash cut.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import pg from 'pg';
@@ -18,31 +21,40 @@ import { runNode } from './helpers/run-node.js';
 import { createTestDatabase, deleteRedisKeys, REDIS_URL, testRedisPrefix } from './helpers/services.js';
 import type { TestDatabase } from './helpers/services.js';
 import type { TestApp } from './helpers/test-app.js';
+import { trackedPost } from './helpers/tracked-request.js';
+import type { Outcome, TrackedRequest } from './helpers/tracked-request.js';
 
 const USER = { username: 'crash', password: 'correct horse battery' };
 const EXCHANGES = 40;
-const REGISTRATIONS = 20;
+/** Registrations answer faster than exchanges: streams of them, each sending its next as soon as one is answered, run until the kill. */
+const REGISTRATION_STREAMS = 4;
+/** Requests of each kind sent whole and unanswered when the kill is sent (one alone might still be answered from the wire). */
+const IN_FLIGHT_AT_KILL = 2;
+/** How long the test waits for that moment before it kills anyway (and fails). */
+const KILL_WAIT_MS = 20_000;
 
-async function exchange(baseUrl: string, client: TestClient, code: string) {
-  const res = await fetch(`${baseUrl}/api/token.php`, {
-    method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ code, client_id: client.client_id, client_secret: client.client_secret }).toString(),
-  });
-  return { status: res.status, body: await res.json() as { access_token?: string; error?: string } };
+type TokenBody = { access_token?: string; error?: string };
+type Registered = TestClient & { client_name: string };
+
+function exchange(baseUrl: string, client: TestClient, code: string): TrackedRequest<TokenBody> {
+  return trackedPost(`${baseUrl}/api/token.php`, { 'content-type': 'application/x-www-form-urlencoded' },
+    new URLSearchParams({ code, client_id: client.client_id, client_secret: client.client_secret }).toString());
 }
 
-async function register(baseUrl: string, i: number) {
-  const res = await fetch(`${baseUrl}/api/register.php`, {
-    method: 'POST', headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ client_name: `Crash ${i}`, redirect_uri: 'http://localhost:9999/callback' }),
-  });
-  return { status: res.status, body: await res.json() as TestClient };
+function register(baseUrl: string, i: number): TrackedRequest<Registered> {
+  return trackedPost(`${baseUrl}/api/register.php`, { 'content-type': 'application/json' },
+    JSON.stringify({ client_name: `Crash ${i}`, redirect_uri: 'http://localhost:9999/callback' }));
 }
 
-/** What a request got before the crash: an answer, or nothing (cut). */
-type Outcome<T> = { answered: true; value: T } | { answered: false };
+/** The answer of a request to the running service (no answer fails the test). */
+async function answer<T>(request: TrackedRequest<T>) {
+  const outcome = await request.outcome;
+  if (!outcome.answered) throw new Error('the running service did not answer');
+  return outcome;
+}
 
-const settle = <T>(work: Promise<T>): Promise<Outcome<T>> => work.then((value) => ({ answered: true as const, value }), () => ({ answered: false as const }));
+/** Requests the kill cut after the service had been given them whole. */
+const cut = (outcomes: Outcome<unknown>[]) => outcomes.filter((o) => !o.answered && o.sentWhole).length;
 
 describe('kill -9 during exchanges and registrations, then a restart', () => {
   let database: TestDatabase;
@@ -80,25 +92,56 @@ describe('kill -9 during exchanges and registrations, then a restart', () => {
     const codes: string[] = [];
     for (let i = 0; i < EXCHANGES; i += 1) codes.push((await new Browser(instance.baseUrl).authorize(client, USER)).searchParams.get('code')!);
 
-    // Everything at once; the process is killed once a few have been answered.
-    // Registrations answer faster than exchanges: wait for a few of each kind.
-    const answered = { exchanges: 0, registrations: 0 };
-    const count = <T>(kind: keyof typeof answered, work: Promise<T>) => work.then((value) => { answered[kind] += 1; return value; });
-    const exchanges = codes.map((code) => settle(count('exchanges', exchange(instance.baseUrl, client, code))));
-    const registrations = Array.from({ length: REGISTRATIONS }, (_, i) => settle(count('registrations', register(instance.baseUrl, i))));
-    const enough = () => answered.exchanges >= 4 && answered.registrations >= 1;
-    for (let waited = 0; !enough() && waited < 20_000; waited += 2) await new Promise((resolve) => setTimeout(resolve, 2));
-    instance.child.kill('SIGKILL');
-    const before = await Promise.all(exchanges);
-    const registered = await Promise.all(registrations);
+    // Registrations in streams until the kill; once one has been answered, the exchanges all at
+    // once. The process is killed once a few exchanges have been answered and some requests of
+    // each kind are in flight. Answers come in bursts, so this is checked as each one arrives
+    // (before the next is read), and between them.
+    const exchanges: TrackedRequest<TokenBody>[] = [];
+    const registrations: TrackedRequest<Registered>[] = [];
+    const count = (requests: TrackedRequest<unknown>[], state: 'answered' | 'inFlight') => requests.filter((r) => r[state]).length;
+    const ready = () => count(exchanges, 'answered') >= 4
+      && count(exchanges, 'inFlight') >= IN_FLIGHT_AT_KILL && count(registrations, 'inFlight') >= IN_FLIGHT_AT_KILL;
+    let killed = false;
+    const kill = () => {
+      if (killed) return;
+      killed = true;
+      instance.child.kill('SIGKILL');
+    };
+    const killWhenReady = () => { if (ready()) kill(); };
+    const giveUp = setTimeout(kill, KILL_WAIT_MS); // the counts below then fail
+    const streams = Array.from({ length: REGISTRATION_STREAMS }, async () => {
+      while (!killed) {
+        const request = register(instance.baseUrl, registrations.length);
+        registrations.push(request);
+        await request.outcome;
+        killWhenReady();
+      }
+    });
+    while (!killed && count(registrations, 'answered') === 0) await new Promise((resolve) => setTimeout(resolve, 2));
+    for (const code of codes) {
+      const request = exchange(instance.baseUrl, client, code);
+      exchanges.push(request);
+      void request.outcome.then(killWhenReady);
+    }
+    while (!killed) {
+      killWhenReady();
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
     await instance.exited;
-    const cut = before.filter((o) => !o.answered).length + registered.filter((o) => !o.answered).length;
-    expect(cut).toBeGreaterThan(0); // the crash did land in the middle
+    clearTimeout(giveUp);
+    const before = await Promise.all(exchanges.map((r) => r.outcome));
+    await Promise.all(streams);
+    const registered = await Promise.all(registrations.map((r) => r.outcome));
+    if (process.env.CRASH_COUNTS) console.log(`cut: ${cut(before)} of ${before.length} exchanges, ${cut(registered)} of ${registered.length} registrations`);
+    // The crash did land in the middle of both kinds, after some of each had been answered.
+    expect(cut(before)).toBeGreaterThan(0);
+    expect(cut(registered)).toBeGreaterThan(0);
+    expect(registered.some((o) => o.answered)).toBe(true);
 
     instance = await startInstance(env, { port: instance.port, dataDir: instance.dataDir });
 
     // No token answered 200 fails afterwards.
-    const tokens = before.flatMap((o) => (o.answered && o.value.status === 200 ? [o.value.body.access_token!] : []));
+    const tokens = before.flatMap((o) => (o.answered && o.status === 200 ? [o.body.access_token!] : []));
     expect(tokens.length).toBeGreaterThan(0);
     for (const token of tokens) {
       const res = await fetch(`${instance.baseUrl}/api/userinfo.php`, { headers: { authorization: `Bearer ${token}` } });
@@ -119,24 +162,50 @@ describe('kill -9 during exchanges and registrations, then a restart', () => {
       const clients = await db.query<{ complete: boolean }>(`
         SELECT (client_secret_hash <> '' AND client_name <> '' AND redirect_uri <> '') AS complete FROM clients`);
       expect(clients.rows.every((row) => row.complete)).toBe(true);
+
+      // A client row and its audit row are written in one transaction (src/clients/client-store.ts):
+      // the crash leaves both or neither.
+      const stored = await db.query<{ client_id: string; client_name: string; digest: boolean; audited: number }>(`
+        SELECT c.client_id, c.client_name, c.client_secret_hash ~ '^[0-9a-f]{64}$' AS digest,
+          (SELECT count(*)::int FROM audit_events a WHERE a.event = 'client.registered' AND a.client_id = c.client_id
+             AND a.detail->>'client_name' = c.client_name AND a.detail->>'redirect_uri' = c.redirect_uri) AS audited
+        FROM clients c`);
+      expect(stored.rows.filter((row) => !row.digest || row.audited !== 1)).toEqual([]);
+      const auditedOnly = await db.query(`
+        SELECT a.client_id FROM audit_events a
+        WHERE a.event = 'client.registered' AND NOT EXISTS (SELECT 1 FROM clients c WHERE c.client_id = a.client_id)`);
+      expect(auditedOnly.rows).toEqual([]);
+
+      // A stored client its caller cannot know about comes only from a registration the crash
+      // cut (and is whole, as above), never from one that was answered with an error.
+      const crashClients = stored.rows.filter((row) => row.client_name.startsWith('Crash '));
+      expect(stored.rows.filter((row) => !crashClients.includes(row)).map((row) => row.client_id)).toEqual([client.client_id]);
+      for (const row of crashClients) {
+        const outcome = registered[Number(row.client_name.slice('Crash '.length))]!;
+        if (outcome.answered) expect({ status: outcome.status, client_id: outcome.body.client_id }).toEqual({ status: 201, client_id: row.client_id });
+        else expect(outcome.sentWhole).toBe(true);
+      }
+      if (process.env.CRASH_COUNTS) console.log(`stored for a cut registration: ${crashClients.filter((row) => !registered[Number(row.client_name.slice('Crash '.length))]!.answered).length}`);
     } finally {
       await db.end();
     }
     for (const outcome of registered) {
       if (!outcome.answered) continue;
-      expect(outcome.value.status).toBe(201);
-      const res = await exchange(instance.baseUrl, outcome.value.body, 'no-such-code');
-      expect(res).toEqual({ status: 400, body: expect.objectContaining({ error: 'invalid_code' }) }); // authenticated, then refused the code
+      expect(outcome.status).toBe(201);
+      const res = await answer(exchange(instance.baseUrl, outcome.body, 'no-such-code'));
+      expect({ status: res.status, body: res.body }).toEqual({ status: 400, body: expect.objectContaining({ error: 'invalid_code' }) }); // authenticated, then refused the code
+      const settings = await fetch(`${instance.baseUrl}/api/webhooks.php`, { headers: { authorization: basicAuth(outcome.body) } });
+      expect({ status: settings.status, body: await settings.json() }).toEqual({ status: 200, body: { webhooks: [] } });
     }
 
     // No code is redeemed twice: one redeemed before the crash never is again; one whose
     // request was cut is redeemed at most once now.
     for (const [i, code] of codes.entries()) {
       const first = before[i]!;
-      const again = await exchange(instance.baseUrl, client, code);
-      const successes = [first.answered && first.value.status === 200, again.status === 200].filter(Boolean).length;
+      const again = await answer(exchange(instance.baseUrl, client, code));
+      const successes = [first.answered && first.status === 200, again.status === 200].filter(Boolean).length;
       expect({ code: i, successes: successes <= 1 }).toEqual({ code: i, successes: true });
-      if (first.answered && first.value.status === 200) expect(again.body.error).toBe('invalid_code');
+      if (first.answered && first.status === 200) expect(again.body.error).toBe('invalid_code');
     }
   }, 120_000);
 });
