@@ -156,6 +156,8 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     clock,
     policy: { httpsOnly: config.production, allowPrivate: config.webhookAllowPrivateNetworks },
     retryBaseMs: config.webhookRetryBaseMs,
+    attemptTimeoutMs: config.timeouts.webhookAttemptMs,
+    leaseMs: config.webhookLeaseMs,
     usernameOf,
     clientHasWebhooks,
     joinRequestWrites,

@@ -32,6 +32,11 @@ export interface Config {
   readonly rateLimitPerMinute: number;
   /** Delay before the first webhook retry; each later retry doubles it. */
   readonly webhookRetryBaseMs: number;
+  /**
+   * How long a worker's claim on an outbox message lasts: longer than an attempt may take, so no
+   * other worker sends it meanwhile; a message whose worker died is sent again once it expires.
+   */
+  readonly webhookLeaseMs: number;
   /** Allow webhook URLs on loopback and private networks (never link-local or metadata). */
   readonly webhookAllowPrivateNetworks: boolean;
   /** Keys that sign cookies, newest first; unset outside production = generated under `dataDir`. */
@@ -85,6 +90,8 @@ export interface Timeouts {
    * of a client with thousands of users writes a webhook event and an audit row for each.
    */
   readonly adminTransactionMs: number;
+  /** One webhook attempt: DNS, connect, send, response headers (README "Webhooks" → "Delivery"). */
+  readonly webhookAttemptMs: number;
 }
 
 export class ConfigError extends Error {
@@ -159,7 +166,6 @@ function logLevel(env: Env): LogLevel {
   return raw as LogLevel;
 }
 
-/** Parses the environment. Throws {@link ConfigError} naming the first bad variable. */
 /** Node refuses a headers timeout above the request timeout, so the pair is checked together. */
 function httpTimeouts(env: Env): Pick<Timeouts, 'httpHeadersMs' | 'httpRequestMs' | 'httpKeepAliveMs'> {
   const httpHeadersMs = integer(env, 'HTTP_HEADERS_TIMEOUT_MS', 10_000, 100, 600_000);
@@ -168,6 +174,18 @@ function httpTimeouts(env: Env): Pick<Timeouts, 'httpHeadersMs' | 'httpRequestMs
   return { httpHeadersMs, httpRequestMs, httpKeepAliveMs: integer(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 5000, 100, 600_000) };
 }
 
+/**
+ * A claim must outlast the attempt it covers, or a second worker could send a message while the
+ * first still waits for its answer (README "Webhooks" → "Claiming"): the pair is checked together.
+ */
+function webhookTimes(env: Env): { webhookAttemptMs: number; webhookLeaseMs: number } {
+  const webhookAttemptMs = integer(env, 'WEBHOOK_ATTEMPT_TIMEOUT_MS', 10_000, 100, 60_000);
+  const webhookLeaseMs = integer(env, 'WEBHOOK_LEASE_MS', 60_000, 1000, 3_600_000);
+  if (webhookLeaseMs <= webhookAttemptMs) throw new ConfigError('WEBHOOK_LEASE_MS', `must be longer than WEBHOOK_ATTEMPT_TIMEOUT_MS (${webhookAttemptMs})`);
+  return { webhookAttemptMs, webhookLeaseMs };
+}
+
+/** Parses the environment. Throws {@link ConfigError} naming the first bad variable. */
 export function loadConfig(env: Env): Config {
   const nodeEnvRaw = read(env, 'NODE_ENV') ?? 'development';
   if (nodeEnvRaw !== 'development' && nodeEnvRaw !== 'production' && nodeEnvRaw !== 'test') {
@@ -203,6 +221,8 @@ export function loadConfig(env: Env): Config {
     throw new ConfigError('REDIS_KEY_PREFIX', 'must be 1-64 characters of letters, digits, _ : . -');
   }
 
+  const { webhookAttemptMs, webhookLeaseMs } = webhookTimes(env);
+
   const metricsPort = read(env, 'METRICS_PORT') === undefined ? undefined : integer(env, 'METRICS_PORT', 0, 0, 65535);
   if (metricsPort !== undefined && metricsPort !== 0 && metricsPort === port) {
     throw new ConfigError('METRICS_PORT', `must differ from PORT (${port}): metrics are not served to the public`);
@@ -226,6 +246,7 @@ export function loadConfig(env: Env): Config {
     tokenRateLimitPerMinute: integer(env, 'TOKEN_RATE_LIMIT_PER_MINUTE', 5, 1, 1_000_000),
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 60, 1, 1_000_000),
     webhookRetryBaseMs: integer(env, 'WEBHOOK_RETRY_BASE_MS', 30_000, 1, 3_600_000),
+    webhookLeaseMs,
     webhookAllowPrivateNetworks: boolean(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'),
     auditRetentionDays: integer(env, 'AUDIT_RETENTION_DAYS', 90, 1, 36_500),
     cookieKeys: keys ? Object.freeze(keys) : undefined,
@@ -241,6 +262,7 @@ export function loadConfig(env: Env): Config {
       shutdownDelayMs: integer(env, 'SHUTDOWN_DELAY_MS', 1000, 0, 600_000),
       shutdownMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
       adminTransactionMs: integer(env, 'ADMIN_TRANSACTION_TIMEOUT_MS', 300_000, 1000, 3_600_000),
+      webhookAttemptMs,
       ...httpTimeouts(env),
     }),
   });

@@ -30,8 +30,14 @@ export interface WorkerDependencies {
   retryBaseMs: number;
   send: (request: { url: string; body: string; headers: Record<string, string> }, policy: NetworkPolicy, timeoutMs: number, signal: AbortSignal) => Promise<AttemptResult>;
   log: (error: unknown) => void;
-  /** The whole attempt's time limit. */
+  /** The whole attempt's time limit (default 10 s). */
   attemptTimeoutMs?: number;
+  /**
+   * How long a claim holds a message (default 6 × the attempt's limit): longer than any attempt,
+   * so no other worker takes a message while it is being sent; after a crash, how long the
+   * message waits before it is sent again.
+   */
+  leaseMs?: number;
   pollMs?: number;
   /** Told each recorded attempt's outcome (the metrics count them). */
   onOutcome?: (status: Outcome['status']) => void;
@@ -59,8 +65,7 @@ export function createDeliveryWorker(deps: WorkerDependencies): DeliveryWorker {
   const timeoutMs = deps.attemptTimeoutMs ?? 10_000;
   const pollMs = deps.pollMs ?? 1000;
   const concurrency = deps.concurrency ?? 8;
-  /** Longer than any attempt, so no other worker takes a message while it is being sent. */
-  const leaseMs = timeoutMs * 6;
+  const leaseMs = deps.leaseMs ?? timeoutMs * 6;
   const owner = randomUUID();
   const inFlight = new Map<string, { abort: AbortController; done: Promise<void> }>();
   let timer: NodeJS.Timeout | undefined;

@@ -90,6 +90,9 @@ export interface WebhookDependencies {
   joinRequestWrites?: (key: string, write: Write) => boolean;
   /** Longest wait between outbox checks when nothing wakes the worker (default 1 s). */
   pollMs?: number;
+  /** One delivery attempt's time limit, and how long a claim on a message lasts (delivery.ts). */
+  attemptTimeoutMs?: number;
+  leaseMs?: number;
   /** Told each recorded attempt's outcome (the metrics count them). */
   onOutcome?: (status: 'delivered' | 'gone' | 'failed' | 'pending') => void;
 }
@@ -111,6 +114,8 @@ export function createWebhookService(deps: WebhookDependencies): WebhookService 
     outbox, clock, policy: deps.policy, retryBaseMs: deps.retryBaseMs, send: sendAttempt, log: deps.log,
     ...(deps.onOutcome ? { onOutcome: deps.onOutcome } : {}),
     ...(deps.pollMs ? { pollMs: deps.pollMs } : {}),
+    ...(deps.attemptTimeoutMs ? { attemptTimeoutMs: deps.attemptTimeoutMs } : {}),
+    ...(deps.leaseMs ? { leaseMs: deps.leaseMs } : {}),
   });
 
   /** Recipients of `type` for the client, read once per `seen` (one transaction). */
