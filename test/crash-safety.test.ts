@@ -3,7 +3,8 @@
  * the same database. Whatever the service answered before it died holds afterwards:
  * - no code is redeemed twice (a code that was answered 200 never is again);
  * - no token answered 200 fails afterwards;
- * - no webhook event is lost (every token answered 200 has its `token.issued` in the outbox);
+ * - no webhook event is lost (every token answered 200 has its `token.issued` in the outbox;
+ *   test/webhooks/delivery-crash.test.ts proves the outbox is delivered across a crash);
  * - no client is half-registered (every 201's credentials work; every stored client is whole,
  *   with its audit row; none is left by a registration that was answered otherwise).
  * The kill waits until requests of both kinds are provably in flight (sent whole, unanswered).
