@@ -23,7 +23,9 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 /**
  * Field names that hold credentials anywhere they might appear (an error's properties, a
  * request body someone logs at debug): passwords, client secrets, codes, tokens, cookies and
- * Authorization headers. pino replaces their values with "[Redacted]".
+ * Authorization headers. pino replaces their values with "[Redacted]", at the top of a line and
+ * one level down (`detail.password`, `err.headers.cookie`); an error's own `code` is the one
+ * exception ({@link censor}).
  */
 export const SECRET_FIELDS: readonly string[] = [
   'password', 'client_secret', 'clientSecret', 'code', 'code_verifier', 'access_token', 'refresh_token',
@@ -32,7 +34,28 @@ export const SECRET_FIELDS: readonly string[] = [
 export const REDACTED_PATHS: readonly string[] = [
   ...SECRET_FIELDS.flatMap((field) => [`["${field}"]`, `*["${field}"]`]),
   ...['headers', 'req.headers', 'res.headers', 'err.headers'].flatMap((at) => [`${at}.authorization`, `${at}.cookie`, `${at}["set-cookie"]`]),
+  // Named as well as matched by `*`, so that the censor is told whose code it is (below).
+  'err.code', 'warning.code',
 ];
+
+/** The fields whose `code` names what failed, not a credential: a logged error, a process warning. */
+const FAILURE_FIELDS = new Set<unknown>(['err', 'warning']);
+/** An error code: ECONNREFUSED, ERR_JWT_EXPIRED, DEP0005 (Node), 57014 (a SQLSTATE), P2002 (Prisma). */
+const ERROR_CODE = /^[A-Z0-9_]{1,32}$/;
+
+/**
+ * `code` is two things in a line: an authorization code (RFC 6749 §4.1.2), a credential, and an
+ * error's code, the first thing an operator searches a failure by. So an error's or a warning's
+ * own `code` (`err.code`, `warning.code`) is kept when it has an error code's shape (upper-case
+ * letters, digits and `_`, or a number). An authorization code is 43 random base64url characters,
+ * so one that ended up there is still redacted (it has that shape with odds of about 2 in 10¹⁰).
+ * Every other secret field, and `code` anywhere else, is "[Redacted]".
+ */
+function censor(value: unknown, path: readonly unknown[]): unknown {
+  const [owner, field, ...deeper] = path;
+  const errorCode = typeof value === 'number' || (typeof value === 'string' && ERROR_CODE.test(value));
+  return FAILURE_FIELDS.has(owner) && field === 'code' && deeper.length === 0 && errorCode ? value : '[Redacted]';
+}
 
 export interface LoggerOptions {
   level: LogLevel;
@@ -48,7 +71,7 @@ export function createLogger({ level, pretty: readable = false, destination, std
   const options = {
     level,
     base: undefined, // no pid/hostname on every line: the platform adds where a line came from
-    redact: { paths: [...REDACTED_PATHS], censor: '[Redacted]' },
+    redact: { paths: [...REDACTED_PATHS], censor },
     timestamp: pino.stdTimeFunctions.isoTime,
   };
   const fd = stderr ? 2 : 1;
