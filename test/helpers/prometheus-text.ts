@@ -1,45 +1,60 @@
 /**
- * A strict parser of the Prometheus text exposition format 0.0.4
- * (https://prometheus.io/docs/instrumenting/exposition_formats/#text-based-format): every line
- * must be a HELP, a TYPE, a comment, a blank line or a sample; anything else throws, naming the
- * line. Checks too that each sample belongs to a family whose TYPE came first, that a family is
- * not split, and that histograms are well formed (cumulative buckets, `+Inf` = `_count`).
+ * Parses the Prometheus text exposition format 0.0.4
+ * (https://prometheus.io/docs/instrumenting/exposition_formats/#text-based-format) with the
+ * reference parser, the Prometheus project's Python client (`prometheus_client`,
+ * `text_string_to_metric_families`, through prometheus_families.py): the families and values
+ * the tests assert are the ones it read. A line it cannot parse throws, with its message.
  *
- * @example const families = parsePrometheusText(await res.text()); families.get('up')!.samples
+ * That parser is lax by its own account ("successful parsing does not imply that the parsed text
+ * meets the specification"), so what it lets through is checked on its result: the text ends with
+ * a newline; every sample sits under its family's TYPE (the parser makes a stray sample an
+ * untyped family of its own, and so a split family shows as a name seen twice); histograms are
+ * well formed (cumulative buckets ending at `+Inf`, equal to `_count`, and a `_sum`); no TYPE
+ * is given twice (the parser would merge the two).
+ *
+ * Needs a python3 that has prometheus_client: Debian's python3-prometheus-client (.ci/run
+ * installs it).
+ *
+ * @example const families = await parsePrometheusText(await res.text()); families.get('up')!.samples
  */
+import { spawn, spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
 export interface Sample { name: string; labels: Record<string, string>; value: number }
+/** A family as the reference parser names it: a counter without its `_total` (its samples keep it). */
 export interface Family { name: string; type: string; help?: string; samples: Sample[] }
 
-const NAME = '[a-zA-Z_:][a-zA-Z0-9_:]*';
-const LABEL = '[a-zA-Z_][a-zA-Z0-9_]*';
-const VALUE = String.raw`(?:"(?:[^"\\\n]|\\[\\"n])*")`;
-const SAMPLE = new RegExp(`^(${NAME})(?:\\{((?:${LABEL}=${VALUE})(?:,${LABEL}=${VALUE})*,?)?\\})? (\\S+)(?: (-?\\d+))?$`);
-const TYPES = new Set(['counter', 'gauge', 'histogram', 'summary', 'untyped']);
+const SCRIPT = fileURLToPath(new URL('./prometheus_families.py', import.meta.url));
+/** The types prom-client writes; the parser's `unknown` is a sample that had no TYPE. */
+const TYPES = new Set(['counter', 'gauge', 'histogram', 'summary']);
 
-function number(text: string, line: string): number {
-  if (text === '+Inf' || text === 'Inf') return Infinity;
-  if (text === '-Inf') return -Infinity;
-  if (text === 'NaN') return Number.NaN;
-  if (!/^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/.test(text)) throw new Error(`bad value "${text}" in: ${line}`);
-  return Number(text);
+/** The interpreter: PATH's python3 (may be a pyenv one without Debian's packages), else Debian's. */
+const python = (() => {
+  let found: string | undefined;
+  return () => {
+    found ??= ['python3', '/usr/bin/python3'].find((candidate) => spawnSync(candidate, ['-c', 'import prometheus_client']).status === 0);
+    if (!found) throw new Error('no python3 with prometheus_client (the reference Prometheus parser): apt-get install python3-prometheus-client');
+    return found;
+  };
+})();
+
+function referenceParse(text: string): Promise<{ name: string; type: string; help: string; samples: { name: string; labels: Record<string, string>; value: number | string }[] }[]> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(python(), [SCRIPT], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk; });
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk; });
+    child.on('error', reject);
+    child.on('close', (code) => {
+      if (code === 0) resolve(JSON.parse(stdout));
+      else reject(new Error(`the Prometheus parser refused the text: ${stderr.trim().split('\n').at(-1)}`));
+    });
+    child.stdin.end(text);
+  });
 }
 
-function labelsOf(text: string | undefined): Record<string, string> {
-  const labels: Record<string, string> = {};
-  for (const match of (text ?? '').matchAll(new RegExp(`(${LABEL})=(${VALUE})`, 'g'))) {
-    if (match[1]! in labels) throw new Error(`label ${match[1]} repeated in {${text}}`);
-    labels[match[1]!] = match[2]!.slice(1, -1).replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
-  }
-  return labels;
-}
-
-/** The family a sample name belongs to (histogram and summary samples carry suffixes). */
-function familyOf(name: string, families: Map<string, Family>): Family | undefined {
-  if (families.has(name)) return families.get(name);
-  const base = name.replace(/_(bucket|sum|count)$/, '');
-  const family = families.get(base);
-  return family && (family.type === 'histogram' || family.type === 'summary') ? family : undefined;
-}
+const number = (value: number | string) => (typeof value === 'number' ? value : value === 'NaN' ? Number.NaN : value === '+Inf' ? Infinity : -Infinity);
 
 function checkHistogram(family: Family) {
   const series = new Map<string, Sample[]>();
@@ -50,7 +65,7 @@ function checkHistogram(family: Family) {
     series.set(key, [...(series.get(key) ?? []), sample]);
   }
   for (const [key, buckets] of series) {
-    const bounds = buckets.map((b) => number(b.labels.le!, key));
+    const bounds = buckets.map((b) => Number(b.labels.le === '+Inf' ? Infinity : b.labels.le));
     for (let i = 1; i < buckets.length; i += 1) {
       if (bounds[i]! <= bounds[i - 1]! || buckets[i]!.value < buckets[i - 1]!.value) throw new Error(`${family.name}${key}: buckets not cumulative`);
     }
@@ -61,43 +76,29 @@ function checkHistogram(family: Family) {
   }
 }
 
-export function parsePrometheusText(text: string): Map<string, Family> {
+/** The families of an exposition, by name, as the reference parser read them; throws on anything malformed. */
+export async function parsePrometheusText(text: string): Promise<Map<string, Family>> {
   if (!text.endsWith('\n')) throw new Error('the exposition must end with a newline');
+  // The parser merges a TYPE given twice into one family: refuse it here.
+  const typed = [...text.matchAll(/^# TYPE (\S+) /gm)].map((match) => match[1]!);
+  const twice = typed.find((name, index) => typed.indexOf(name) !== index);
+  if (twice) throw new Error(`TYPE given twice: ${twice}`);
   const families = new Map<string, Family>();
-  const helps = new Map<string, string>();
-  const closed = new Set<string>();
-  let current: Family | undefined;
-  for (const line of text.slice(0, -1).split('\n')) {
-    if (line === '') continue;
-    const help = new RegExp(`^# HELP (${NAME}) (.*)$`).exec(line);
-    const type = new RegExp(`^# TYPE (${NAME}) (\\S+)$`).exec(line);
-    if (help) {
-      helps.set(help[1]!, help[2]!);
-      continue;
-    }
-    if (type) {
-      if (!TYPES.has(type[2]!)) throw new Error(`unknown type in: ${line}`);
-      if (families.has(type[1]!)) throw new Error(`TYPE given twice: ${line}`);
-      if (current) closed.add(current.name);
-      current = { name: type[1]!, type: type[2]!, help: helps.get(type[1]!), samples: [] };
-      families.set(current.name, current);
-      continue;
-    }
-    if (line.startsWith('#')) continue;
-    const sample = SAMPLE.exec(line);
-    if (!sample) throw new Error(`not a valid exposition line: ${line}`);
-    const family = familyOf(sample[1]!, families);
-    if (!family) throw new Error(`sample before its TYPE: ${line}`);
-    if (family !== current || closed.has(family.name)) throw new Error(`family ${family.name} is split: ${line}`);
-    family.samples.push({ name: sample[1]!, labels: labelsOf(sample[2]), value: number(sample[3]!, line) });
+  for (const parsed of await referenceParse(text)) {
+    const family: Family = { name: parsed.name, type: parsed.type, help: parsed.help, samples: parsed.samples.map((s) => ({ ...s, value: number(s.value) })) };
+    if (!TYPES.has(family.type)) throw new Error(`${family.name}: a sample without its TYPE (read as ${family.type})`);
+    if (families.has(family.name)) throw new Error(`family ${family.name} is split or given twice`);
+    if (family.type === 'histogram') checkHistogram(family);
+    families.set(family.name, family);
   }
-  for (const family of families.values()) if (family.type === 'histogram') checkHistogram(family);
   return families;
 }
 
-/** The value of one sample, by name and labels (those given must match); undefined when absent. */
+/** The value of one sample, by its name and labels (those given must match); undefined when absent. */
 export function sampleValue(families: Map<string, Family>, name: string, labels: Record<string, string> = {}): number | undefined {
-  const family = familyOf(name, families);
-  const sample = family?.samples.find((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
-  return sample?.value;
+  for (const family of families.values()) {
+    const sample = family.samples.find((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
+    if (sample) return sample.value;
+  }
+  return undefined;
 }

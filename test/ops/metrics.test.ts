@@ -1,6 +1,8 @@
 /**
  * Prometheus metrics (issue 11 "Operable in production"): `/metrics` on METRICS_PORT only, in
- * the text exposition format (parsed strictly), with counters that move when flows run.
+ * the text exposition format, with counters that move when flows run. Every scrape is parsed by
+ * the reference parser, the Prometheus project's Python client (test/helpers/prometheus-text.ts),
+ * and the values asserted are the ones it read.
  */
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -118,7 +120,14 @@ describe('without METRICS_PORT', () => {
   });
 });
 
-describe('the strict parser', () => {
+describe('the parser: the reference parser, and checks of what it lets through', () => {
+  test('the values are the reference parser\'s: a counter family is named without _total, its sample with it', async () => {
+    const families = await parsePrometheusText('# HELP a_total As.\n# TYPE a_total counter\na_total{x="y\\"z"} 3\n# TYPE g gauge\ng NaN\n');
+    expect([...families.keys()]).toEqual(['a', 'g']);
+    expect(families.get('a')).toEqual({ name: 'a', type: 'counter', help: 'As.', samples: [{ name: 'a_total', labels: { x: 'y"z' }, value: 3 }] });
+    expect(sampleValue(families, 'g')).toBeNaN();
+  });
+
   test.each([
     ['no final newline', '# TYPE a counter\na 1'],
     ['a sample before its TYPE', 'a 1\n'],
@@ -126,7 +135,12 @@ describe('the strict parser', () => {
     ['a bad label', '# TYPE a gauge\na{b=1} 1\n'],
     ['a split family', '# TYPE a gauge\na 1\n# TYPE b gauge\nb 1\na{x="y"} 2\n'],
     ['non-cumulative buckets', '# TYPE h histogram\nh_bucket{le="1"} 2\nh_bucket{le="+Inf"} 1\nh_sum 1\nh_count 1\n'],
-  ])('rejects %s', (_, text) => {
-    expect(() => parsePrometheusText(text)).toThrow();
+    ['a TYPE given twice', '# TYPE a gauge\n# TYPE a gauge\na 1\n'],
+  ])('rejects %s', async (_, text) => {
+    await expect(parsePrometheusText(text)).rejects.toThrow();
+  });
+
+  test('a line it cannot read is refused by the reference parser itself', async () => {
+    await expect(parsePrometheusText('# TYPE a gauge\na one\n')).rejects.toThrow(/the Prometheus parser refused the text: ValueError/);
   });
 });
