@@ -18,7 +18,7 @@ import { createApp } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
 import { serverOptions } from './http/server-timeouts.js';
 import type { Config } from './config.js';
-import { createLogger } from './ops/logger.js';
+import { createLogger, readableOutput } from './ops/logger.js';
 import type { Logger } from './ops/logger.js';
 import { routeProcessOutput } from './ops/process-output.js';
 
@@ -33,11 +33,12 @@ import { routeProcessOutput } from './ops/process-output.js';
  */
 if (!process.execArgv.some((arg) => arg.startsWith('--heap-growing-percent'))) v8.setFlagsFromString('--heap-growing-percent=50');
 
-/** Readable lines only for a person at a terminal, never in production (issue 11). */
-const readable = (config?: Config) => Boolean(process.stdout.isTTY) && !config?.production;
-/** Why the process could not start, on stderr: a message, not a stack trace. */
+/**
+ * Why the process could not start, on stderr: a message, not a stack trace. Readable at a
+ * terminal: with no configuration read, whether this is production is not known.
+ */
 const startFailure = (message: string, fields: object = {}) => {
-  createLogger({ level: 'info', pretty: Boolean(process.stderr.isTTY), stderr: true }).fatal(fields, message);
+  createLogger({ level: 'info', pretty: readableOutput(process.stderr, false), stderr: true }).fatal(fields, message);
 };
 
 function describe(config: Config): string {
@@ -64,7 +65,7 @@ async function main() {
   let tls: { cert: Buffer; key: Buffer } | undefined;
   try {
     config = loadConfig(process.env);
-    logger = createLogger({ level: config.logLevel, pretty: readable(config) });
+    logger = createLogger({ level: config.logLevel, pretty: readableOutput(process.stdout, config.production) });
     tls = config.tls && readTls(config.tls);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;

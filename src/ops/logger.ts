@@ -6,7 +6,7 @@
  * Secrets never reach a line: the access log carries the route, not the URL with its query, and
  * no headers; whatever else is logged goes through {@link REDACTED_PATHS}.
  *
- * @example const logger = createLogger({ level: config.logLevel, pretty: process.stdout.isTTY && !config.production });
+ * @example const logger = createLogger({ level: config.logLevel, pretty: readableOutput(process.stdout, config.production) });
  */
 import { createRequire } from 'node:module';
 import { pino } from 'pino';
@@ -55,6 +55,17 @@ function censor(value: unknown, path: readonly unknown[]): unknown {
   const [owner, field, ...deeper] = path;
   const errorCode = typeof value === 'number' || (typeof value === 'string' && ERROR_CODE.test(value));
   return FAILURE_FIELDS.has(owner) && field === 'code' && deeper.length === 0 && errorCode ? value : '[Redacted]';
+}
+
+/**
+ * Whether lines are printed readably (pino-pretty) rather than as JSON: only for a person, i.e.
+ * when the stream is a terminal, and never in production, where a terminal is still a log shipper's
+ * to read (issue 11: "readable output when stdout is a terminal in development").
+ *
+ * @example createLogger({ level: config.logLevel, pretty: readableOutput(process.stdout, config.production) });
+ */
+export function readableOutput(stream: { isTTY?: boolean }, production: boolean): boolean {
+  return stream.isTTY === true && !production;
 }
 
 export interface LoggerOptions {

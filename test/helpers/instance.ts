@@ -1,7 +1,8 @@
 /**
  * The built service as users run it: `node dist/launch.cjs` (what `npm start` and the image
  * run) in its own process, with exactly the environment given (plus PATH), its output
- * collected. For tests of what only a real process shows: several instances, signals, a crash.
+ * collected. For tests of what only a real process shows: several instances, signals, a crash,
+ * what it prints at a terminal (`terminal`: run under a pseudo-terminal by util-linux `script`).
  *
  * @example await buildDist(); const i = await startInstance({ DATABASE_URL }); …; await stopInstance(i);
  */
@@ -18,31 +19,54 @@ export interface Instance {
   readonly dataDir: string;
   /** stdout and stderr so far. */
   output: string;
+  /** stdout alone so far (at a terminal, stdout and stderr are one stream: see `output`). */
+  stdout: string;
   /** Resolves with the exit code (null when killed by a signal). */
   readonly exited: Promise<number | null>;
 }
 
-/** Starts `node dist/launch.cjs` and waits for its start-up line. `port` reuses a port (a restart). */
-export async function startInstance(env: Record<string, string>, options: { port?: number; dataDir?: string } = {}): Promise<Instance> {
+export interface InstanceOptions {
+  /** Reuse a port (a restart). */
+  port?: number;
+  dataDir?: string;
+  /** Run under a pseudo-terminal, as a person at a shell does. */
+  terminal?: boolean;
+  /** Started once its start-up line is printed (the default), or once it answers `/healthz/live` (for a LOG_LEVEL that drops that line). */
+  ready?: 'start-up line' | 'live';
+}
+
+/** Starts `node dist/launch.cjs` and waits until it has started. */
+export async function startInstance(env: Record<string, string>, options: InstanceOptions = {}): Promise<Instance> {
   const port = options.port ?? await freePort();
   const dataDir = options.dataDir ?? tempDataDir('oauth-instance');
   const baseUrl = `http://localhost:${port}`;
-  const child = spawn(process.execPath, ['dist/launch.cjs'], {
+  const command: [string, string[]] = options.terminal
+    ? ['script', ['--quiet', '--return', '--command', `'${process.execPath}' dist/launch.cjs`, '/dev/null']]
+    : [process.execPath, ['dist/launch.cjs']];
+  const child = spawn(command[0], command[1], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', NODE_ENV: 'test', PORT: String(port), BASE_URL: baseUrl, DATA_DIR: dataDir, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const instance: Instance = { baseUrl, port, child, dataDir, output: '', exited };
-  const collect = (chunk: Buffer) => { instance.output += chunk.toString('utf8'); };
-  child.stdout!.on('data', collect);
-  child.stderr!.on('data', collect);
+  const instance: Instance = { baseUrl, port, child, dataDir, output: '', stdout: '', exited };
+  child.stdout!.on('data', (chunk: Buffer) => {
+    instance.output += chunk.toString('utf8');
+    instance.stdout += chunk.toString('utf8');
+  });
+  child.stderr!.on('data', (chunk: Buffer) => { instance.output += chunk.toString('utf8'); });
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`instance did not start:\n${instance.output}`)), 60_000);
-    const check = () => {
-      if (instance.output.includes('OAuth service at')) { clearTimeout(timer); resolve(); }
-    };
-    child.stdout!.on('data', check);
+    const started = () => { clearTimeout(timer); resolve(); };
+    if (options.ready === 'live') {
+      const poll = () => {
+        if (child.exitCode !== null || child.signalCode !== null) return;
+        fetch(`${baseUrl}/healthz/live`).then(async (res) => { await res.arrayBuffer(); if (res.ok) started(); else setTimeout(poll, 100); }, () => setTimeout(poll, 100));
+      };
+      poll();
+    } else {
+      child.stdout!.on('data', () => { if (instance.output.includes('OAuth service at')) started(); });
+    }
     void exited.then((code) => { clearTimeout(timer); reject(new Error(`instance exited (${code}):\n${instance.output}`)); });
   });
   return instance;
