@@ -1,8 +1,11 @@
 /**
- * No secret reaches the audit trail: whole flows run (registration, logins right and wrong, a
- * password typed into the username field, consent, code exchange, refresh, revocation, a code
- * replay, the applications page, webhook endpoints, a secret rotation), then every row of
- * `audit_events` and every `audit` log line is searched for each secret those flows used. The
+ * No secret reaches the audit trail, nor any log line: whole flows run (registration, logins
+ * right and wrong, a password typed into the username field, consent, code exchange, refresh,
+ * revocation, a code replay, the applications page's sign-in, the settings page's sign-in and
+ * secret rotation, webhook endpoints through the API, a secret rotation by the operator), then
+ * every row of `audit_events` and every log line (access, error and audit) is searched for each
+ * secret those flows used: passwords, client secrets (the rotated ones too), the webhook signing
+ * secret, the code, tokens, cookies (the pages' sessions included), the Authorization header. The
  * same for the administration CLI's commands that handle passwords and client secrets.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
@@ -16,21 +19,32 @@ import { buildDist } from '../helpers/build.js';
 import { cliFor, expectSuccess } from '../helpers/cli.js';
 import { basicAuth, createUser, postForm, registerClient, tokenRequest } from '../helpers/fixtures.js';
 import { webhooksApi } from '../helpers/receiver.js';
+import { pageText, postSettingsForm, signInOnSettingsPage } from '../helpers/settings-page.js';
 import { startTestApp } from '../helpers/test-app.js';
 import type { TestApp } from '../helpers/test-app.js';
 
 describe('audit rows and lines of whole flows', () => {
   let t: TestApp;
-  const text: string[] = [];
+  const lines: string[] = [];
+  const auditLines = () => lines.filter((line) => JSON.parse(line).msg === 'audit');
   const secrets: Record<string, string> = {};
+  let clientId: string;
+  /** The values of the cookies a browser was sent, as secrets (the short ones are flags, not sessions). */
+  const cookiesOf = (name: string, browser: Browser) => {
+    for (const [index, line] of browser.setCookies.entries()) {
+      const value = line.split(';')[0]!.split('=').slice(1).join('=');
+      if (value.length >= 8) secrets[`${name} cookie ${index}`] = value;
+    }
+  };
   beforeAll(async () => {
-    const logger = createLogger({ level: 'info', destination: { write: (line: string) => { if (JSON.parse(line).msg === 'audit') text.push(line); } } });
+    const logger = createLogger({ level: 'trace', destination: { write: (line: string) => { lines.push(line); } } });
     t = await startTestApp({ logger, env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' } });
 
     const user = await createUser(t, { password: 'pw-never-audited-4K' });
     secrets.password = user.password;
     const client = await registerClient(t);
     secrets.client_secret = client.client_secret;
+    clientId = client.client_id;
 
     const browser = new Browser(t.baseUrl);
     const query = new URLSearchParams({ client_id: client.client_id, redirect_uri: client.redirect_uri, response_type: 'code' });
@@ -42,10 +56,7 @@ describe('audit rows and lines of whole flows', () => {
     page = await browser.submit(page, '/login', { username: user.username, password: user.password });
     const redirect = new URL((await browser.submit(page, '/confirm')).location!);
     secrets.code = redirect.searchParams.get('code')!;
-    for (const [index, line] of browser.setCookies.entries()) {
-      const value = line.split(';')[0]!.split('=').slice(1).join('=');
-      if (value.length >= 8) secrets[`cookie ${index}`] = value;
-    }
+    cookiesOf('login', browser);
 
     const basic = basicAuth(client);
     secrets.authorization = basic.slice('Basic '.length);
@@ -64,13 +75,30 @@ describe('audit rows and lines of whole flows', () => {
     await signInOnApplicationsPage(apps, user);
     await new Browser(t.baseUrl).authorize(client, user);
     await postApplicationsForm(apps, 'revoke', { client_id: client.client_id });
+    cookiesOf('applications page', apps);
+    expect(Object.keys(secrets).some((name) => name.startsWith('applications page cookie'))).toBe(true);
 
-    const hook = await webhooksApi(t.baseUrl, client, { json: { url: 'http://127.0.0.1:9/hook?token=capability-never-audited', events: ['token.revoked'] } });
+    // The settings page: a wrong secret, the right one, a rotation (the new secret is shown once).
+    const settings = new Browser(t.baseUrl);
+    expect((await signInOnSettingsPage(settings, { ...client, client_secret: 'wrong-client-secret-never-logged-6D' })).status).toBe(401);
+    secrets.wrong_client_secret = 'wrong-client-secret-never-logged-6D';
+    const signedIn = await signInOnSettingsPage(settings, client);
+    expect(signedIn.status).toBe(200);
+    const rotatedOnPage = await postSettingsForm(settings, signedIn, 'rotate_secret');
+    secrets.client_secret_rotated_on_page = pageText(rotatedOnPage, 'new_client_secret')!;
+    cookiesOf('settings page', settings);
+    expect(Object.keys(secrets).some((name) => name.startsWith('settings page cookie'))).toBe(true);
+    const rotated = { ...client, client_secret: secrets.client_secret_rotated_on_page };
+    secrets.rotated_authorization = basicAuth(rotated).slice('Basic '.length); // the webhooks API's Authorization header
+
+    const hook = await webhooksApi(t.baseUrl, rotated, { json: { url: 'http://127.0.0.1:9/hook?token=capability-never-audited', events: ['token.revoked'] } });
+    expect(hook.status).toBe(201);
     secrets.webhook_secret = String(hook.body.secret);
+    expect(secrets.webhook_secret).toMatch(/^whsec_/);
     secrets.webhook_url_capability = 'capability-never-audited';
-    await webhooksApi(t.baseUrl, client, { method: 'DELETE', query: { id: String(hook.body.id) } });
-    const settings = createClientSettings(auditedChanges(t.app.webhooks, createAuditLog({ prisma: t.app.db.prisma, logger })));
-    secrets.rotated_client_secret = (await settings.rotateSecret(client.client_id, { actor: 'operator' })).clientSecret;
+    await webhooksApi(t.baseUrl, rotated, { method: 'DELETE', query: { id: String(hook.body.id) } });
+    const operator = createClientSettings(auditedChanges(t.app.webhooks, createAuditLog({ prisma: t.app.db.prisma, logger })));
+    secrets.rotated_client_secret = (await operator.rotateSecret(client.client_id, { actor: 'operator' })).clientSecret;
   }, 60_000);
   afterAll(async () => { await t?.close(); });
 
@@ -80,15 +108,24 @@ describe('audit rows and lines of whole flows', () => {
       'client.registered', 'client.secret_rotated', 'consent.granted', 'login.failed', 'login.succeeded',
       'token.issued', 'token.refreshed', 'token.reuse_detected', 'token.revoked', 'webhook.endpoint_added', 'webhook.endpoint_removed',
     ]);
-    expect(text.length).toBe(await t.app.db.prisma.auditEvent.count());
+    expect(auditLines().length).toBe(await t.app.db.prisma.auditEvent.count());
+    expect(await t.app.db.prisma.auditEvent.count({ where: { event: 'client.secret_rotated', actor: `client:${clientId}` } })).toBe(1); // the page's
   });
 
-  test('no secret of the flows appears in any row or line', async () => {
+  test('the log holds access lines of every page and API the flows used, besides the audit lines', () => {
+    const routes = new Set(lines.map((line) => JSON.parse(line)).filter((line) => line.msg === 'request').map((line) => line.route as string));
+    for (const route of ['/api/token.php', '/api/revoke.php', '/interaction/:uid/login', '/api/applications.php', '/api/settings.php', '/api/webhooks.php']) expect(routes).toContain(route);
+  });
+
+  test('no secret of the flows appears in any row or in any line, access, error or audit', async () => {
     const rows = JSON.stringify(await t.app.db.prisma.auditEvent.findMany(), (_, value: unknown) => (typeof value === 'bigint' ? String(value) : value));
+    const audit = auditLines().join('');
+    const all = lines.join('');
     for (const [name, secret] of Object.entries(secrets)) {
       expect(secret.length).toBeGreaterThanOrEqual(8);
       if (rows.includes(secret)) throw new Error(`an audit row contains the ${name}`);
-      if (text.join('').includes(secret)) throw new Error(`an audit line contains the ${name}`);
+      if (audit.includes(secret)) throw new Error(`an audit line contains the ${name}`);
+      if (all.includes(secret)) throw new Error(`a log line contains the ${name}`);
     }
   });
 });

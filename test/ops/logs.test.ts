@@ -1,13 +1,18 @@
 /**
  * Structured logs (issue 11 "Operable in production"): whole flows run with the app's logger
- * writing into a captured stream; no secret of those flows appears in any line, every line is
- * JSON, and one request can be followed by its X-Request-Id.
+ * writing into a captured stream (the authorization flow, the token endpoint, the applications
+ * page's sign-in, the settings page's sign-in and secret rotation, the webhooks API); no secret
+ * of those flows appears in any line, every line is JSON, and one request can be followed by its
+ * X-Request-Id.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { createLogger } from '../../src/ops/logger.js';
 import { routeProcessOutput } from '../../src/ops/process-output.js';
+import { signInOnApplicationsPage } from '../helpers/applications-page.js';
 import { Browser } from '../helpers/browser.js';
 import { basicAuth, createUser, postForm, registerClient, tokenRequest, userinfo } from '../helpers/fixtures.js';
+import { webhooksApi } from '../helpers/receiver.js';
+import { pageText, postSettingsForm, signInOnSettingsPage } from '../helpers/settings-page.js';
 import { startTestApp } from '../helpers/test-app.js';
 import type { TestApp } from '../helpers/test-app.js';
 
@@ -26,8 +31,15 @@ describe('logs of whole flows', () => {
   const out = capture();
   let t: TestApp;
   const secrets: Record<string, string> = {};
+  /** The values of the cookies a browser was sent, as secrets (the short ones are flags, not sessions). */
+  const cookiesOf = (name: string, browser: Browser) => {
+    for (const [index, line] of browser.setCookies.entries()) {
+      const value = line.split(';')[0]!.split('=').slice(1).join('=');
+      if (value.length >= 8) secrets[`${name} cookie ${index}`] = value;
+    }
+  };
   beforeAll(async () => {
-    t = await startTestApp({ logger: createLogger({ level: 'trace', destination: out.destination }) });
+    t = await startTestApp({ logger: createLogger({ level: 'trace', destination: out.destination }), env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' } });
 
     const user = await createUser(t, { password: 'pw-that-must-not-be-logged-7Q' });
     secrets.password = user.password;
@@ -37,10 +49,7 @@ describe('logs of whole flows', () => {
     const redirect = await browser.authorize(client, user, { state: 'st4te' });
     const code = redirect.searchParams.get('code')!;
     secrets.code = code;
-    for (const [index, line] of browser.setCookies.entries()) {
-      const value = line.split(';')[0]!.split('=').slice(1).join('=');
-      if (value.length >= 8) secrets[`cookie ${index}`] = value;
-    }
+    cookiesOf('login', browser);
 
     const basic = basicAuth(client);
     secrets.authorization = basic.slice('Basic '.length);
@@ -62,6 +71,28 @@ describe('logs of whole flows', () => {
     // A wrong password at the login form.
     await new Browser(t.baseUrl).authorize(client, { ...user, password: 'wrong-pw-also-secret-9Z' }).catch(() => undefined);
     secrets.wrong_password = 'wrong-pw-also-secret-9Z';
+
+    // The applications page: signed in with the password; its session cookie.
+    const apps = new Browser(t.baseUrl);
+    await signInOnApplicationsPage(apps, user);
+    cookiesOf('applications page', apps);
+    expect(Object.keys(secrets).some((name) => name.startsWith('applications page cookie'))).toBe(true);
+
+    // The settings page: signed in with the client's secret, which it then rotates (shown once).
+    const settings = new Browser(t.baseUrl);
+    const page = await signInOnSettingsPage(settings, client);
+    expect(page.status).toBe(200);
+    secrets.rotated_client_secret = pageText(await postSettingsForm(settings, page, 'rotate_secret'), 'new_client_secret')!;
+    cookiesOf('settings page', settings);
+    expect(Object.keys(secrets).some((name) => name.startsWith('settings page cookie'))).toBe(true);
+
+    // The webhooks API: the endpoint's signing secret is in its 201 response only.
+    const rotated = { ...client, client_secret: secrets.rotated_client_secret };
+    secrets.rotated_authorization = basicAuth(rotated).slice('Basic '.length);
+    const hook = await webhooksApi(t.baseUrl, rotated, { json: { url: 'http://127.0.0.1:9/logs', events: ['token.issued'] } });
+    expect(hook.status).toBe(201);
+    secrets.webhook_secret = String(hook.body.secret);
+    expect(secrets.webhook_secret).toMatch(/^whsec_/);
   }, 60_000);
   afterAll(async () => { await t?.close(); });
 
@@ -92,6 +123,7 @@ describe('logs of whole flows', () => {
     expect(typeof exchange!.client_id).toBe('string');
     expect(access.some((line) => line.route === '/interaction/:uid/login')).toBe(true);
     expect(access.find((line) => line.route === '/api/authorize.php')).toMatchObject({ method: 'GET', status: 303 });
+    for (const route of ['/api/applications.php', '/api/settings.php', '/api/webhooks.php']) expect(access.some((line) => line.route === route)).toBe(true);
     for (const line of access) expect(String(line.route)).not.toContain('?');
   });
 

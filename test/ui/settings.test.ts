@@ -6,10 +6,10 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { Browser } from '../helpers/browser.js';
-import type { Step } from '../helpers/browser.js';
 import { createUser, expectErrorResponse, registerClient, tokenRequest } from '../helpers/fixtures.js';
 import { startReceiver, verify } from '../helpers/receiver.js';
 import type { Receiver } from '../helpers/receiver.js';
+import { pageText as text, postSettingsForm as post, signInOnSettingsPage as signIn, unescapeHtml as unescape } from '../helpers/settings-page.js';
 import { startTestApp } from '../helpers/test-app.js';
 import type { TestApp } from '../helpers/test-app.js';
 
@@ -23,30 +23,6 @@ afterAll(async () => {
   await t?.close();
   await receiver?.close();
 });
-
-const unescape = (html: string) => html.replaceAll('&amp;', '&').replaceAll('&quot;', '"').replaceAll('&#39;', "'").replaceAll('&lt;', '<').replaceAll('&gt;', '>');
-const text = (page: Step, id: string) => {
-  const match = new RegExp(`id="${id}"[^>]*>([^<]*)<`).exec(page.body);
-  return match ? unescape(match[1]!) : undefined;
-};
-
-/** Posts the form on `page` whose action contains `action=<name>` (and `id=<id>`), with its CSRF token. */
-async function post(browser: Browser, page: Step, name: string, fields: Record<string, string | string[]> = {}, id?: string): Promise<Step> {
-  const forms = [...page.body.matchAll(/<form[^>]*action="([^"]*)"[^>]*>([\s\S]*?)<\/form>/g)];
-  const form = forms.find((m) => {
-    const action = new URL(unescape(m[1]!), t.baseUrl);
-    return action.searchParams.get('action') === name && (id === undefined || action.searchParams.get('id') === id);
-  });
-  if (!form) throw new Error(`no ${name} form on the page:\n${page.body}`);
-  const csrf = /name="_csrf" value="([^"]*)"/.exec(form[2]!)![1]!;
-  const step = await browser.request(unescape(form[1]!), { form: { _csrf: csrf, ...fields } });
-  return step.status === 303 && step.location ? browser.request(step.location) : step;
-}
-
-async function signIn(browser: Browser, client: { client_id: string; client_secret: string }): Promise<Step> {
-  const page = await browser.request('/api/settings.php');
-  return post(browser, page, 'sign_in', { client_id: client.client_id, client_secret: client.client_secret });
-}
 
 describe('a tab left open on another application', () => {
   test('its forms change nothing once this browser has signed in as another application: 409 and a readable page', async () => {
