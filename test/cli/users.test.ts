@@ -118,7 +118,7 @@ describe('users:disable and users:enable', () => {
 });
 
 describe('users:delete', () => {
-  test('ends the tokens, deletes the user, keeps their audit rows', async () => {
+  test('ends the tokens, tells the client, deletes the user, keeps their audit rows', async () => {
     const user = await createUser(t);
     const id = await idOf(user.username);
     const tokens = await obtainTokens(t, client, user);
@@ -127,6 +127,14 @@ describe('users:delete', () => {
     expect((await userinfo(t, `Bearer ${tokens.access_token}`)).status).toBe(401);
     expect(await introspect(tokens.access_token)).toBe(false);
     expect(await t.app.db.prisma.user.findUnique({ where: { id } })).toBeNull();
+    // The client's token.revoked was written to the outbox by the command, one for the grant, and
+    // is delivered as an operator's revocation, though the user is gone.
+    const outbox = await t.app.db.prisma.webhookDelivery.findMany({ where: { eventType: 'token.revoked', endpoint: { clientId: client.client_id } } });
+    const mine = outbox.filter((row) => (row.payload as { data: { username?: string } }).data.username === user.username);
+    expect(mine).toHaveLength(1);
+    expect(mine[0]!.payload).toMatchObject({ type: 'token.revoked', data: { client_id: client.client_id, reason: 'admin_revoked', token_type: 'grant' } });
+    const hit = await receiver.next((h) => h.event.type === 'token.revoked' && h.event.data.username === user.username);
+    expect(hit.event.data).toMatchObject({ client_id: client.client_id, reason: 'admin_revoked', token_type: 'grant' });
     const events = (await t.app.db.prisma.auditEvent.findMany({ where: { userId: id }, orderBy: { id: 'asc' } })).map((row) => row.event);
     expect(events).toEqual(['login.succeeded', 'consent.granted', 'token.issued', 'token.revoked', 'user.deleted']);
     expectCleanFailure(await cli(['users:show', id]), `no user "${id}"`, 1);
