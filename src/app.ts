@@ -189,8 +189,8 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   });
   provider.on('server_error', (ctx, error) => log(error, ctx));
   provider.on('grant.success', (ctx) => metrics.tokenIssued(String(ctx.oidc.params?.grant_type)));
-  const tokenEvents = providerEvents({ provider, raise: webhooks.raise, log: (error) => log(error) });
-  const tokenAudit = providerAudit({ provider, audit, joinRequestWrites, log: (error) => log(error) });
+  const tokenEvents = providerEvents({ provider, raise: webhooks.raise, log: (error, ctx) => log(error, ctx) });
+  const tokenAudit = providerAudit({ provider, audit, joinRequestWrites, log: (error, ctx) => log(error, ctx) });
   const cleanup = startCleanup(db.prisma, { auditRetentionDays: config.auditRetentionDays, log: (error) => log(error) });
 
   const body = parseBody(); // forms and JSON of our own pages and APIs, at most 16 kB

@@ -20,6 +20,7 @@ import type { Middleware } from 'koa';
 import Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { eventWork, grantRevocationReason } from '../oidc/event-work.js';
+import type { EventWorkLog } from '../oidc/event-work.js';
 import { clientActor, SYSTEM } from './audit-events.js';
 import { auditRow } from './audit-log.js';
 import type { AuditLog } from './audit-log.js';
@@ -33,7 +34,8 @@ export interface ProviderAuditDependencies {
   audit: AuditLog;
   /** Adds a write to the current request's one write statement; false when no request is running. */
   joinRequestWrites: (key: string, write: Write) => boolean;
-  log: (error: unknown) => void;
+  /** A failed event's work, with its request (see oidc/event-work.ts). */
+  log: EventWorkLog;
 }
 
 export function providerAudit({ provider, audit, joinRequestWrites, log }: ProviderAuditDependencies): { settle: Middleware } {

@@ -2,13 +2,13 @@
  * Work a provider event starts for a request. oidc-provider's events are synchronous
  * notifications, so what a listener writes (a webhook's outbox rows, an audit row) is tracked
  * here, and `settle`, mounted in front of the provider, holds the response until it is done: a
- * client never sees a response whose record could still be lost. A failure is logged; the
- * response stands.
+ * client never sees a response whose record could still be lost. A failure is logged, with the
+ * request's context (its request id, as on its access line); the response stands.
  *
  * @example const work = eventWork(log); provider.on('grant.revoked', (ctx) => work.track(ctx, () => write(ctx))); koa.use(work.settle);
  */
 import type http from 'node:http';
-import type { Middleware } from 'koa';
+import type { Context, Middleware } from 'koa';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 
 export interface EventWork {
@@ -17,11 +17,14 @@ export interface EventWork {
   settle: Middleware;
 }
 
-export function eventWork(log: (error: unknown) => void): EventWork {
+/** Receives a failed work's error, and the request that started it, if any. */
+export type EventWorkLog = (error: unknown, ctx?: Context) => void;
+
+export function eventWork(log: EventWorkLog): EventWork {
   const pending = new WeakMap<http.IncomingMessage, Promise<void>[]>();
   return {
     track(ctx, work) {
-      const promise = work().catch((error) => { log(error); });
+      const promise = work().catch((error) => { log(error, ctx); });
       if (!ctx) return;
       const list = pending.get(ctx.req) ?? [];
       list.push(promise);

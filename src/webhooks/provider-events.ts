@@ -22,12 +22,14 @@ import type { Middleware } from 'koa';
 import Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { eventWork, grantRevocationReason } from '../oidc/event-work.js';
+import type { EventWorkLog } from '../oidc/event-work.js';
 import type { Raise } from './webhook-service.js';
 
 export interface ProviderEventDependencies {
   provider: Provider;
   raise: Raise;
-  log: (error: unknown) => void;
+  /** A failed event's work, with its request (see oidc/event-work.ts). */
+  log: EventWorkLog;
 }
 
 type Entities = Record<string, { accountId?: string; grantId?: string; scope?: string; jti?: string } | undefined>;

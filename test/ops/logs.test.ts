@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { createLogger } from '../../src/ops/logger.js';
 import { routeProcessOutput } from '../../src/ops/process-output.js';
 import { signInOnApplicationsPage } from '../helpers/applications-page.js';
-import { Browser } from '../helpers/browser.js';
+import { Browser, obtainCode } from '../helpers/browser.js';
 import { basicAuth, createUser, postForm, registerClient, tokenRequest, userinfo } from '../helpers/fixtures.js';
 import { webhooksApi } from '../helpers/receiver.js';
 import { pageText, postSettingsForm, signInOnSettingsPage } from '../helpers/settings-page.js';
@@ -136,6 +136,31 @@ describe('logs of whole flows', () => {
     for (const unsafe of ['x'.repeat(129), 'has space', 'naïve']) {
       const other = await fetch(`${t.baseUrl}/healthz/live`, { headers: { 'x-request-id': unsafe } });
       expect(other.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    }
+  });
+});
+
+describe("a provider event's failed work", () => {
+  test("is logged with its request's id and method, as the request's own errors are", async () => {
+    const out = capture();
+    const t = await startTestApp({ logger: createLogger({ level: 'info', destination: out.destination }) });
+    try {
+      const user = await createUser(t);
+      const client = await registerClient(t);
+      const form = { code: await obtainCode(t.baseUrl, client, user), client_id: client.client_id, client_secret: client.client_secret };
+      expect((await tokenRequest(t, form)).status).toBe(200);
+      // With the audit table gone, the replay's token.reuse_detected row (written after the
+      // provider revoked the grant, oidc/event-work.ts) fails; the answer stands.
+      await t.app.db.prisma.$executeRawUnsafe('ALTER TABLE audit_events RENAME TO audit_events_away');
+      try {
+        expect((await tokenRequest(t, form, { 'x-request-id': 'replayed-code-1' })).status).toBe(400);
+      } finally {
+        await t.app.db.prisma.$executeRawUnsafe('ALTER TABLE audit_events_away RENAME TO audit_events');
+      }
+      const failed = out.lines().filter((line) => line.request_id === 'replayed-code-1' && line.level === 50);
+      expect(failed).toEqual([expect.objectContaining({ msg: 'request failed', method: 'POST', err: expect.objectContaining({ message: expect.stringContaining('audit_events') }) })]);
+    } finally {
+      await t.close();
     }
   });
 });
