@@ -14,7 +14,6 @@ import http from 'node:http';
 import v8 from 'node:v8';
 import https from 'node:https';
 import net from 'node:net';
-import { createApp } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
 import { serverOptions } from './http/server-timeouts.js';
 import type { Config } from './config.js';
@@ -73,6 +72,9 @@ async function main() {
     process.exit(1);
   }
   routeProcessOutput(logger);
+  // Loaded only now: oidc-provider prints a notice as it loads ("Unsupported runtime" on Node 20),
+  // which must reach the logger like its later warnings, not stderr as raw text.
+  const { createApp } = await import('./app.js');
   const app = await createApp(config, logger);
   const bounds = serverOptions(config.timeouts); // slow or unfinished requests are closed (HTTP_*_TIMEOUT_MS)
   const server = tls ? https.createServer({ ...tls, ...bounds }, app.callback()) : http.createServer(bounds, app.callback());
