@@ -115,6 +115,30 @@ describe('against PostgreSQL (DATABASE_URL)', () => {
     expectCleanFailure(await cli(['keys:generate', '--out', path.join(dataDir, 'no-such-folder', 'jwks.json')]), /ENOENT: no such file or directory/, 1);
   });
 
+  test("stdout holds the command's result; stderr its errors and its audit lines, and nothing else", async () => {
+    // But for the notice oidc-provider prints as it loads on Node 20 (README "Administration").
+    const stderrLines = (run: NodeRun) => run.stderr.split('\n').filter((line) => line && !/^oidc-provider WARNING: Unsupported runtime\b/.test(line));
+    // A change: its confirmation on stdout; on stderr only its audit line (JSON), gone at LOG_LEVEL=warn.
+    const created = await cli(userArgs({ username: 'dora', email: 'dora@example.com' }));
+    expect(created.code).toBe(0);
+    expect(created.stdout).toMatch(/^created user dora \([0-9a-f-]{36}\)\n$/);
+    expect(stderrLines(created).map((line) => JSON.parse(line) as unknown)).toEqual([expect.objectContaining({ msg: 'audit', event: 'user.created' })]);
+    const quiet = await runNode('dist/cli.js', ['users:disable', 'dora'], { ...env, LOG_LEVEL: 'warn' });
+    expect([quiet.code, stderrLines(quiet)]).toEqual([0, []]);
+    expect(quiet.stdout).toMatch(/^disabled user dora /);
+    // Nothing to do: said on stdout, as a result. A listing, as JSON: stdout alone.
+    const again = await cli(['users:disable', 'dora']);
+    expect([again.code, stderrLines(again)]).toEqual([0, []]);
+    expect(again.stdout).toMatch(/is already disabled/);
+    const listed = await cli(['users:list', '--json']);
+    expect(JSON.parse(listed.stdout)).toContainEqual(expect.objectContaining({ username: 'dora' }));
+    expect(stderrLines(listed)).toEqual([]);
+    // A refusal: one line on stderr, nothing on stdout.
+    const refused = await cli(['users:show', 'nobody-at-all']);
+    expect([refused.code, refused.stdout]).toEqual([1, '']);
+    expect(stderrLines(refused)).toEqual([expect.stringMatching(/^users:show: no user "nobody-at-all"/)]);
+  });
+
   test('an unknown command prints the usage and exits non-zero', async () => {
     const run = await cli(['user:delete']);
     expect(run.code).not.toBe(0);
