@@ -24,8 +24,8 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
  * Field names that hold credentials anywhere they might appear (an error's properties, a
  * request body someone logs at debug): passwords, client secrets, codes, tokens, cookies and
  * Authorization headers. pino replaces their values with "[Redacted]", at the top of a line and
- * one level down (`detail.password`, `err.headers.cookie`); an error's own `code` is the one
- * exception ({@link censor}).
+ * one level down (`detail.password`), as do the header paths below (`err.headers.cookie`); an
+ * error's own `code` is the one exception ({@link censor}).
  */
 export const SECRET_FIELDS: readonly string[] = [
   'password', 'client_secret', 'clientSecret', 'code', 'code_verifier', 'access_token', 'refresh_token',
