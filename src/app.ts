@@ -129,8 +129,11 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   const users = createUserStore(db.prisma);
   const clients = createClientStore(db.prisma, audit);
   const views = createViews();
+  // Store failures become 503s; a hung store is not waited on twice (store/store-failure.ts).
+  // Redis has one breaker: its sessions, interactions and counters alike.
+  const guards = { durable: storeGuard('database'), shortLived: storeGuard('redis') };
   // Spec "Limits": counters in Redis (shared by every instance) or in this process; window 60 s.
-  const limiter = metrics.countRefusals(createLimiterFactory(redis && { redis, keyPrefix: `${config.redisKeyPrefix}rl:`, timeoutMs: config.timeouts.redisCommandMs }));
+  const limiter = metrics.countRefusals(createLimiterFactory(redis && { redis, keyPrefix: `${config.redisKeyPrefix}rl:`, guard: guards.shortLived }));
   const limits = {
     tokenPaths: new Set(TOKEN_ISSUING_PATHS),
     // Address budgets are only ever consumed: a refused address is refused here until its window ends.
@@ -169,8 +172,6 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   const changes = auditedChanges(webhooks, audit);
   const clientSettings = createClientSettings(changes);
 
-  // Store failures inside the provider become 503s; a hung store is not waited on twice.
-  const guards = { durable: storeGuard('database'), shortLived: storeGuard('redis') };
   const provider = createProvider({
     config,
     keys,

@@ -7,17 +7,21 @@
  * points and window) that counts while Redis cannot. Limits stay enforced, per instance, never
  * lifted; when Redis answers again its counters are used again. A dead Redis fails fast (the
  * client has no offline queue; the limiter does not even try while the connection is not
- * ready), and a Redis that stops answering is given up on after {@link REDIS_TIMEOUT_MS}.
+ * ready). A Redis that stops answering is waited on once (issue 10: "a request never waits on
+ * a store longer than its timeout plus a small margin"): every call goes through the Redis
+ * breaker (`storeGuard`, store-failure.ts; the app passes the one its sessions use), so once a
+ * command has timed out (the client's REDIS_COMMAND_TIMEOUT_MS, store/redis.ts) counters go
+ * straight to memory until Redis answers a probe again.
  *
- * @example const limiter = createLimiterFactory({ redis, keyPrefix: 'oauth:rl:' }); const perIp = limiter('token-address', 5, 60);
+ * @example const limiter = createLimiterFactory({ redis, keyPrefix: 'oauth:rl:', guard: storeGuard('redis') }); const perIp = limiter('token-address', 5, 60);
  * @see https://github.com/animir/node-rate-limiter-flexible/wiki/Insurance-Strategy
  */
 import type { Redis } from 'ioredis';
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, RLWrapperTimeouts } from 'rate-limiter-flexible';
-import type { RateLimiterAbstract } from 'rate-limiter-flexible';
-
-/** How long a Redis command may take before the insurance limiter answers instead (REDIS_COMMAND_TIMEOUT_MS's default). */
-export const REDIS_TIMEOUT_MS = 1000;
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { insured } from './insured-limiter.js';
+import type { Engine } from './insured-limiter.js';
+import { storeGuard } from './store-failure.js';
+import type { StoreGuard } from './store-failure.js';
 
 /** Whole seconds until `ms` has passed, at least 1: what `Retry-After` says (RFC 9110 §10.2.3). */
 export const retryAfterSeconds = (ms: number) => Math.max(Math.ceil(ms / 1000), 1);
@@ -65,10 +69,11 @@ export interface LimiterOptions {
 }
 
 /**
- * Where counters live: Redis under `keyPrefix` (each call given up on after `timeoutMs`, default
- * {@link REDIS_TIMEOUT_MS}), or (undefined) this process's memory.
+ * Where counters live: Redis under `keyPrefix`, each call through `guard` (that Redis's breaker;
+ * when not given, the factory makes one for its limiters), each command bounded by the client's
+ * own `commandTimeout`; or (undefined) this process's memory.
  */
-export type LimiterStore = { readonly redis: Redis; readonly keyPrefix: string; readonly timeoutMs?: number } | undefined;
+export type LimiterStore = { readonly redis: Redis; readonly keyPrefix: string; readonly guard?: StoreGuard } | undefined;
 
 /** Builds limiters on one store: `limiter(name, points, durationSeconds)`. */
 export type LimiterFactory = (name: string, points: number, duration: number, options?: LimiterOptions) => Limiter;
@@ -106,7 +111,7 @@ function usage(res: RateLimiterRes, points: number, exceeded: boolean): Usage {
   return { consumed: res.consumedPoints, remaining: Math.max(points - res.consumedPoints, 0), resetMs: Math.max(res.msBeforeNext, 0), exceeded };
 }
 
-function wrap(engine: RateLimiterAbstract, points: number, options: LimiterOptions = {}): Limiter {
+function wrap(engine: Engine, points: number, options: LimiterOptions = {}): Limiter {
   const held = options.holdRefusals ? heldRefusals(points) : undefined;
   return {
     points,
@@ -122,7 +127,7 @@ function wrap(engine: RateLimiterAbstract, points: number, options: LimiterOptio
         return over;
       }
     },
-    async reward(key) { await engine.reward(key, 1); },
+    async reward(key) { await engine.reward(key); },
     async block(key, seconds) { await engine.block(key, seconds); },
     async delete(key) {
       held?.forget(key);
@@ -133,14 +138,15 @@ function wrap(engine: RateLimiterAbstract, points: number, options: LimiterOptio
 }
 
 export function createLimiterFactory(store: LimiterStore): LimiterFactory {
+  const inMemory = (name: string, points: number, duration: number) => new RateLimiterMemory({ keyPrefix: name, points, duration });
+  if (!store) return (name, points, duration, options) => wrap(inMemory(name, points, duration), points, options);
+  // One breaker for every limiter of this Redis: a timeout seen by one sends all of them to memory.
+  const guard = store.guard ?? storeGuard('redis');
   // Increments of one turn, whichever limiter they count for, share one round trip: the client
   // pipelines them (store/redis.ts, auto-pipelining).
   return (name, points, duration, options) => {
-    const memory = new RateLimiterMemory({ keyPrefix: name, points, duration });
-    if (!store) return wrap(memory, points, options);
-    // The insurance belongs to the wrapper alone: it answers every failure (refused, timed out,
-    // not ready). Given to the Redis limiter too, a command that times out in the client
-    // (REDIS_COMMAND_TIMEOUT_MS) as the wrapper does would be counted twice in memory.
+    // The insurance is `insured`'s alone: it answers every failure (refused, timed out, not ready,
+    // breaker open). Given to the Redis limiter too, a failure would be counted twice in memory.
     const redis = new RateLimiterRedis({
       storeClient: store.redis,
       keyPrefix: `${store.keyPrefix}${name}`,
@@ -148,6 +154,6 @@ export function createLimiterFactory(store: LimiterStore): LimiterFactory {
       duration,
       rejectIfRedisNotReady: true,
     });
-    return wrap(new RLWrapperTimeouts({ limiter: redis, timeoutMs: store.timeoutMs ?? REDIS_TIMEOUT_MS, insuranceLimiter: memory }), points, options);
+    return wrap(insured(redis, inMemory(name, points, duration), guard), points, options);
   };
 }

@@ -26,8 +26,8 @@ const ADAPTER_KINDS = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'Sock
 /** Prisma's codes: can't reach, timed out, server closed the connection, pool timeout, transaction not started in time. */
 const PRISMA_CODES = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024']);
 
-/** Messages of node-postgres, pg-pool, ioredis and Prisma's transaction manager for a store that does not answer. */
-const MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Connection is closed|Command timed out|Stream isn't writeable|Reached the max retries per request limit|Transaction API error: Unable to start a transaction in the given time|Cannot use a pool after calling end on the pool|Client was closed and is not queryable)/;
+/** Messages of node-postgres, pg-pool, ioredis, Prisma's transaction manager and rate-limiter-flexible for a store that does not answer. */
+const MESSAGES = /^(Redis connection is not ready|Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Connection is closed|Command timed out|Stream isn't writeable|Reached the max retries per request limit|Transaction API error: Unable to start a transaction in the given time|Cannot use a pool after calling end on the pool|Client was closed and is not queryable)/;
 
 /** What the store clients' errors (node-postgres, Prisma, ioredis) may carry; all of it unchecked. */
 export interface Shape {

@@ -7,6 +7,7 @@ import { Redis } from 'ioredis';
 import { createLoginGuard, LOGIN_LIMITS } from '../../src/accounts/login-guard.js';
 import type { LoginLimits } from '../../src/accounts/login-guard.js';
 import { createLimiterFactory } from '../../src/store/limiter.js';
+import type { LimiterFactory } from '../../src/store/limiter.js';
 import { deleteRedisKeys, REDIS_URL, testRedisPrefix } from '../helpers/services.js';
 
 const LIMITS: LoginLimits = { ...LOGIN_LIMITS, failuresPerPair: 3, pairBlockSeconds: 1, failuresPerAddressPerDay: 5 };
@@ -114,5 +115,33 @@ describe.each(['redis', 'memory'] as const)('login guard (%s)', (store) => {
     expect(check.calls).toBe(LIMITS.failuresPerPair);
     expect(results.filter((r) => r.outcome === 'blocked')).toHaveLength(12 - LIMITS.failuresPerPair);
     expect(results.every((r) => r.outcome !== 'success')).toBe(true);
+  });
+});
+
+describe('login guard: its counts', () => {
+  test('the pair and the address are counted together (one round trip, and one store timeout at most while Redis hangs: issue 10)', async () => {
+    // The in-memory limiters, each count taking a while, as a store round trip does.
+    const memory = createLimiterFactory(undefined);
+    let inFlight = 0;
+    let most = 0;
+    const slow: LimiterFactory = (...args) => {
+      const limiter = memory(...args);
+      return {
+        ...limiter,
+        async consume(key) {
+          inFlight += 1;
+          most = Math.max(most, inFlight);
+          try {
+            await new Promise((resolve) => setTimeout(resolve, 20));
+            return await limiter.consume(key);
+          } finally {
+            inFlight -= 1;
+          }
+        },
+      };
+    };
+    const { user, address } = fresh();
+    expect(await createLoginGuard(slow, LIMITS).attempt(user, address, async () => undefined)).toEqual({ outcome: 'failure' });
+    expect(most).toBe(2);
   });
 });

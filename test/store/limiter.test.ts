@@ -1,12 +1,17 @@
 /**
  * store/limiter.ts: counters in Redis or in memory, and refusals held until their window ends
  * (`holdRefusals`, the address budgets): a key refused once is refused again without asking
- * the store, and admitted again once its window is over.
+ * the store, and admitted again once its window is over. A Redis that stops answering is
+ * waited on once; meanwhile the insurance limiter counts.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { createLimiterFactory } from '../../src/store/limiter.js';
 import type { LimiterFactory } from '../../src/store/limiter.js';
+import { connectRedis } from '../../src/store/redis.js';
+import { storeGuard } from '../../src/store/store-failure.js';
+import { startRedisServer } from '../helpers/redis-server.js';
+import type { RedisServer } from '../helpers/redis-server.js';
 import { deleteRedisKeys, REDIS_URL, testRedisPrefix } from '../helpers/services.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -73,5 +78,64 @@ describe.each(['redis', 'memory'] as const)('limiters (%s)', (kind) => {
     await budget.reward('k');
     await budget.reward('k'); // a rewarded budget has room again: holding it would have been wrong
     expect((await budget.consume('k')).exceeded).toBe(false);
+  });
+});
+
+/**
+ * Issue 10: "a request never waits on a store longer than its timeout plus a small margin", and
+ * "rate limits keep holding while Redis is out". A private redis-server, paused (SIGSTOP), never
+ * the shared one.
+ */
+describe('limiters on a Redis that stops answering', () => {
+  /** The client's command timeout here (the app's is REDIS_COMMAND_TIMEOUT_MS), short to keep the test quick. */
+  const COMMAND_TIMEOUT_MS = 300;
+  /** The breaker's pause here (the app's is HUNG_PAUSE_MS). */
+  const PAUSE_MS = 200;
+  let server: RedisServer;
+  let redis: Redis;
+  beforeAll(async () => {
+    server = await startRedisServer();
+    redis = await connectRedis(server.url, { redisCommandMs: COMMAND_TIMEOUT_MS, redisConnectMs: 2000 });
+  }, 30_000);
+  afterAll(async () => {
+    redis?.disconnect();
+    server?.resume();
+    await server?.stop();
+  });
+
+  test('wait one command timeout, then count in memory at once (limits holding) until Redis answers a probe', async () => {
+    const limiter = createLimiterFactory({ redis, keyPrefix: 'p:', guard: storeGuard('redis', PAUSE_MS) });
+    const perAddress = limiter('address', 3, 60);
+    const perPair = limiter('pair', 3, 60);
+    server.pause();
+    let first: { ms: number; remaining: number };
+    let rest: number;
+    try {
+      const started = Date.now();
+      first = { remaining: (await perAddress.consume('k')).remaining, ms: Date.now() - started };
+      // Every call after the timeout, of this limiter or another on the same Redis: no wait.
+      const after = Date.now();
+      expect((await perAddress.consume('k')).remaining).toBe(1);
+      expect((await perAddress.consume('k')).remaining).toBe(0);
+      expect((await perAddress.consume('k')).exceeded).toBe(true);
+      expect((await perPair.consume('k')).remaining).toBe(2);
+      await perPair.reward('k');
+      await perPair.block('k', 60);
+      expect((await perPair.consume('k')).exceeded).toBe(true);
+      await perPair.delete('k');
+      expect((await perPair.consume('k')).exceeded).toBe(false);
+      rest = Date.now() - after;
+    } finally {
+      server.resume();
+    }
+    expect(first.remaining).toBe(2); // counted in memory
+    expect(first.ms).toBeGreaterThanOrEqual(COMMAND_TIMEOUT_MS - 10);
+    expect(first.ms).toBeLessThan(COMMAND_TIMEOUT_MS + 200);
+    expect(rest).toBeLessThan(COMMAND_TIMEOUT_MS / 2);
+
+    // Once the pause is over, the next call probes Redis; it answers, and counts are its again.
+    await sleep(PAUSE_MS + 50);
+    expect((await perAddress.consume('back')).remaining).toBe(2);
+    expect(await redis.get('p:address:back')).toBe('1');
   });
 });

@@ -20,6 +20,7 @@ describe('isStoreFailure', () => {
     ['too many connections (53300)', withCode('sorry, too many clients already', '53300')],
     ['a Redis command timeout', new Error('Command timed out')],
     ['Redis without a connection', new Error("Stream isn't writeable and enableOfflineQueue options is false")],
+    ['a rate limiter on Redis without a connection', new Error('Redis connection is not ready')],
     ['a wrapped cause', new Error('query failed', { cause: new Error('Connection terminated due to connection timeout') })],
     ['a Prisma driver-adapter error', Object.assign(new Error('DriverAdapterError'), { cause: { kind: 'DatabaseNotReachable' } })],
     ['a Prisma known request error with the adapter error in meta', Object.assign(new Error('x'), { code: 'P2010', meta: { driverAdapterError: { cause: { kind: 'postgres', code: '08006' } } } })],
