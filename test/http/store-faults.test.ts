@@ -1,9 +1,9 @@
 /**
  * A store that is down or hung never hangs the service and never answers 500: each path answers
  * what it can without that store, and otherwise 503 `temporarily_unavailable` with Retry-After
- * (a readable page in the browser), having waited one timeout at most; health answers within
- * 2 s; and once the store is back every path works again without a restart. README "Failure
- * behaviour".
+ * (a readable page in the browser), or at the authorization endpoint the error sent back to the
+ * client (RFC 6749 §4.1.2.1), having waited one timeout at most; health answers within 2 s; and
+ * once the store is back every path works again without a restart. README "Failure behaviour".
  *
  * The app runs on a private redis-server and a private Postgres cluster, which the test stops
  * (SIGKILL), pauses (SIGSTOP: a hung host) and brings back — never the machine's shared ones.
@@ -143,6 +143,7 @@ describe('stores down or hung: bounded, clean answers, then recovery', () => {
       return new Response(step.body, { status: step.status, headers: step.headers });
     }),
     'silent authorize': (f) => timed(async () => asResponse(await f.loggedIn.request(`/api/authorize.php?${authorizeQuery(f.client)}`))),
+    'new authorize': (f) => timed(async () => asResponse(await new Browser(t.baseUrl).request(`/api/authorize.php?${authorizeQuery(f.client)}`))),
     'applications sign-in POST': (f) => timed(async () => {
       const { url, csrf } = csrfOf(f.atApplications.page, APPLICATIONS_PATH);
       return asResponse(await f.atApplications.browser.request(url, { form: { _csrf: csrf, action: 'sign_in', username: user.username, password: user.password } }));
@@ -167,7 +168,7 @@ describe('stores down or hung: bounded, clean answers, then recovery', () => {
 
   /** The normal answer of each path. */
   const HEALTHY: Record<string, number> = {
-    'login page': 200, 'login POST': 303, consent: 303, 'silent authorize': 303, 'token exchange': 200, refresh: 200,
+    'login page': 200, 'login POST': 303, consent: 303, 'silent authorize': 303, 'new authorize': 303, 'token exchange': 200, refresh: 200,
     userinfo: 200, revoke: 200, introspect: 200, register: 201, 'webhooks API': 200,
     'applications sign-in POST': 303, 'applications page (login session)': 200, 'settings sign-in POST': 303,
     '/healthz/live': 200, '/healthz/ready': 200,
@@ -175,6 +176,7 @@ describe('stores down or hung: bounded, clean answers, then recovery', () => {
   /** Where a normal redirect leads (the sign-ins: back to their page, signed in). */
   const HEALTHY_LOCATION: Record<string, RegExp> = {
     'silent authorize': /^http:\/\/localhost:9999\/callback\?code=/,
+    'new authorize': /\/interaction\/[\w-]+$/,
     'applications sign-in POST': /\/api\/applications\.php$/,
     'settings sign-in POST': /\/api\/settings\.php\?done=signed_in$/,
   };
@@ -184,17 +186,29 @@ describe('stores down or hung: bounded, clean answers, then recovery', () => {
     // Sessions and interactions live in Redis; tokens, clients and users do not (rate limits and
     // the login guard fall back to the per-process insurance limiter). The applications and
     // settings pages' own sign-ins keep a cookie, not a session.
-    redis: new Set(['login page', 'login POST', 'consent', 'silent authorize', 'applications page (login session)']),
-    database: new Set(['login page', 'login POST', 'consent', 'silent authorize', 'token exchange', 'refresh', 'userinfo', 'revoke', 'introspect', 'register', 'webhooks API',
+    redis: new Set(['login page', 'login POST', 'consent', 'silent authorize', 'new authorize', 'applications page (login session)']),
+    database: new Set(['login page', 'login POST', 'consent', 'silent authorize', 'new authorize', 'token exchange', 'refresh', 'userinfo', 'revoke', 'introspect', 'register', 'webhooks API',
       'applications sign-in POST', 'applications page (login session)', 'settings sign-in POST']),
   };
+  /**
+   * RFC 6749 §4.1.2.1: where the client and its redirect_uri are already trusted (Postgres up),
+   * the authorization endpoint sends the error back to the client. With Postgres down the client
+   * cannot be looked up: the 503 page (README "Failure behaviour").
+   */
+  const ERROR_TO_CLIENT: Record<Store, ReadonlySet<string>> = {
+    redis: new Set(['silent authorize', 'new authorize']),
+    database: new Set(),
+  };
+
+  function expectErrorToClient(path: string, answer: Answer, client: TestClient) {
+    expect({ path, status: answer.status }).toEqual({ path, status: 303 });
+    const location = new URL(answer.location!);
+    expect({ path, to: `${location.origin}${location.pathname}`, ...Object.fromEntries(location.searchParams) }).toEqual({
+      path, to: client.redirect_uri, error: 'temporarily_unavailable', error_description: expect.any(String), state: 's1', iss: t.baseUrl,
+    });
+  }
+
   function expectUnavailable(path: string, answer: Answer) {
-    if (answer.status === 303) {
-      // RFC 6749 §4.1.2.1: the client and redirect_uri are trusted, so the error goes to the client.
-      const location = new URL(answer.location!);
-      expect({ path, error: location.searchParams.get('error'), state: location.searchParams.get('state') }).toEqual({ path, error: 'temporarily_unavailable', state: 's1' });
-      return;
-    }
     expect({ path, status: answer.status }).toEqual({ path, status: 503 });
     expect(Number(answer.retryAfter)).toBeGreaterThanOrEqual(1);
     if (answer.type.startsWith('application/json')) {
@@ -225,6 +239,8 @@ describe('stores down or hung: bounded, clean answers, then recovery', () => {
       expect(answer.body).not.toMatch(/oops|server_error|\bat .*\.(js|ts):\d+/);
       if (path === '/healthz/ready') {
         expect({ status: answer.status, body: JSON.parse(answer.body) }).toEqual({ status: 503, body: { status: 'unavailable', failing: [store] } });
+      } else if (ERROR_TO_CLIENT[store].has(path)) {
+        expectErrorToClient(path, answer, fixtures.client);
       } else if (NEEDS[store].has(path)) {
         expectUnavailable(path, answer);
       } else {
