@@ -7,7 +7,8 @@
  * | 2    | for SHUTDOWN_DELAY_MS the instance still serves, so load balancers take it out first    |
  * | 3    | the listener stops accepting; idle keep-alive connections close                          |
  * | 4    | requests in flight finish (hung-up clients' too), at most SHUTDOWN_TIMEOUT_MS           |
- * | 5    | the webhook worker and the cleanup job stop; then the pools close                        |
+ * | 5    | the webhook worker and the cleanup job stop; then the pools close, ending any connection  |
+ * |      | a request still running at the deadline holds (store/database.ts), and the process exits |
  */
 import fs from 'node:fs';
 import http from 'node:http';

@@ -10,6 +10,7 @@
  *
  * @example const db = await openDatabase({ databaseUrl, dataDir, timeouts }); await db.prisma.user.count();
  */
+import type { PoolClient } from 'pg';
 import { PrismaClient } from '../generated/prisma/client.js';
 import type { Timeouts } from '../config.js';
 import { exactReadCache } from './embedded-read-cache.js';
@@ -61,6 +62,11 @@ async function openPostgres(connectionString: string, timeouts: DatabaseTimeouts
   // An idle client that loses its server emits 'error' on the pool; without a listener that
   // kills the process. The next query reports the problem instead.
   pool.on('error', () => {});
+  // The connections lent to requests right now: see close().
+  const lent = new Set<PoolClient>();
+  pool.on('acquire', (client) => lent.add(client));
+  pool.on('release', (_error, client) => lent.delete(client));
+  pool.on('remove', (client) => lent.delete(client));
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
   // Prepared once per connection: the server plans a hot statement once, not per request.
   const names = new Map<string, string>();
@@ -96,7 +102,13 @@ async function openPostgres(connectionString: string, timeouts: DatabaseTimeouts
     poolState: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     async close() {
       await prisma.$disconnect();
-      await pool.end();
+      const ended = pool.end();
+      // A request still running at the shutdown deadline (SHUTDOWN_TIMEOUT_MS, src/main.ts) still
+      // holds its connection, and pool.end() waits for every connection: it is ended too, its
+      // statement failing (a hung one included), so the deadline holds. After a drain that
+      // settled, none is lent.
+      for (const client of lent) void client.end().catch(() => {});
+      await ended;
     },
   };
 }
