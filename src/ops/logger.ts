@@ -47,8 +47,8 @@ const ERROR_CODE = /^[A-Z0-9_]{1,32}$/;
  * `code` is two things in a line: an authorization code (RFC 6749 §4.1.2), a credential, and an
  * error's code, the first thing an operator searches a failure by. So an error's or a warning's
  * own `code` (`err.code`, `warning.code`) is kept when it has an error code's shape (upper-case
- * letters, digits and `_`, or a number). An authorization code is 43 random base64url characters,
- * so one that ended up there is still redacted (it has that shape with odds of about 2 in 10¹⁰).
+ * letters, digits and `_`, at most 32 of them, or a number). An authorization code is 43 base64url
+ * characters, longer than that shape allows, so one that ended up there is still redacted.
  * Every other secret field, and `code` anywhere else, is "[Redacted]".
  */
 function censor(value: unknown, path: readonly unknown[]): unknown {
