@@ -9,17 +9,10 @@
  * process has exited.
  */
 import http from 'node:http';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import pg from 'pg';
-import { obtainCode } from './helpers/browser.js';
-import type { TestClient } from './helpers/browser.js';
-import { buildDist } from './helpers/build.js';
-import { obtainTokens, registerClient, userinfo } from './helpers/fixtures.js';
-import { startInstance, stopInstance } from './helpers/instance.js';
-import type { Instance } from './helpers/instance.js';
-import { runNode } from './helpers/run-node.js';
-import { createTestDatabase, deleteRedisKeys, REDIS_URL, testRedisPrefix } from './helpers/services.js';
-import type { TestDatabase } from './helpers/services.js';
+import { userinfo } from './helpers/fixtures.js';
+import { signalledService } from './helpers/signalled-service.js';
 import type { TestApp } from './helpers/test-app.js';
 
 const USER = { username: 'deadline', password: 'correct horse battery' };
@@ -36,37 +29,14 @@ const SAMPLE_MS = 25;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('SIGTERM with a request that outlives SHUTDOWN_TIMEOUT_MS', () => {
-  let database: TestDatabase;
-  const prefix = testRedisPrefix();
-  let instance: Instance;
-  let client: TestClient;
-  let accessToken: string;
-  let code: string;
-
-  beforeAll(async () => {
-    await buildDist();
-    database = await createTestDatabase();
-    const env = {
-      DATABASE_URL: database.url, REDIS_URL, REDIS_KEY_PREFIX: prefix,
-      SHUTDOWN_DELAY_MS: String(SHUTDOWN_DELAY_MS), SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS),
-      DATABASE_STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS),
-      RATE_LIMIT_PER_MINUTE: '1000000', TOKEN_RATE_LIMIT_PER_MINUTE: '1000000',
-    };
-    instance = await startInstance(env);
-    const created = await runNode('dist/cli.js', ['user:create', '--username', USER.username, '--password', USER.password, '--email', 'deadline@example.com', '--full-name', 'Deadline'], env);
-    expect(created.code).toBe(0);
-    const t = { baseUrl: instance.baseUrl } as TestApp;
-    client = await registerClient(t);
-    accessToken = (await obtainTokens(t, client, USER)).access_token;
-    code = await obtainCode(instance.baseUrl, client, USER);
-  }, 180_000);
-  afterAll(async () => {
-    if (instance) await stopInstance(instance);
-    await database?.drop();
-    await deleteRedisKeys(prefix);
-  });
+  const service = signalledService(USER, {
+    SHUTDOWN_DELAY_MS: String(SHUTDOWN_DELAY_MS), SHUTDOWN_TIMEOUT_MS: String(SHUTDOWN_TIMEOUT_MS),
+    DATABASE_STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS),
+  }, 1);
 
   test('exits 0 at SHUTDOWN_DELAY_MS + SHUTDOWN_TIMEOUT_MS, says requests were still running, and closes its pools only then', async () => {
+    const { database, instance, client, accessToken } = service;
+    const code = service.codes[0]!;
     const holder = new pg.Client({ connectionString: database.url });
     const monitor = new pg.Client({ connectionString: database.url });
     await Promise.all([holder.connect(), monitor.connect()]);

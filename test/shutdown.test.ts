@@ -7,18 +7,10 @@
  * The load balancer is simulated: it polls readiness and stops routing once it answers 503.
  */
 import http from 'node:http';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { describe, expect, test } from '@jest/globals';
 import pg from 'pg';
-import { obtainCode } from './helpers/browser.js';
 import type { TestClient } from './helpers/browser.js';
-import { buildDist } from './helpers/build.js';
-import { obtainTokens, registerClient } from './helpers/fixtures.js';
-import { startInstance, stopInstance } from './helpers/instance.js';
-import type { Instance } from './helpers/instance.js';
-import { runNode } from './helpers/run-node.js';
-import { createTestDatabase, deleteRedisKeys, REDIS_URL, testRedisPrefix } from './helpers/services.js';
-import type { TestDatabase } from './helpers/services.js';
-import type { TestApp } from './helpers/test-app.js';
+import { signalledService } from './helpers/signalled-service.js';
 
 const USER = { username: 'drain', password: 'correct horse battery' };
 
@@ -68,35 +60,10 @@ const refused = (error: unknown) => causeCode(error) === 'ECONNREFUSED';
 const reset = (error: unknown) => ['ECONNRESET', 'UND_ERR_SOCKET'].includes(causeCode(error) ?? '');
 
 describe('SIGTERM under load', () => {
-  let database: TestDatabase;
-  const prefix = testRedisPrefix();
-  let instance: Instance;
-  let client: TestClient;
-  let accessToken: string;
-  const codes: string[] = [];
-
-  beforeAll(async () => {
-    await buildDist();
-    database = await createTestDatabase();
-    const env = {
-      DATABASE_URL: database.url, REDIS_URL, REDIS_KEY_PREFIX: prefix, SHUTDOWN_DELAY_MS: '600',
-      RATE_LIMIT_PER_MINUTE: '1000000', TOKEN_RATE_LIMIT_PER_MINUTE: '1000000',
-    };
-    instance = await startInstance(env);
-    const created = await runNode('dist/cli.js', ['user:create', '--username', USER.username, '--password', USER.password, '--email', 'drain@example.com', '--full-name', 'Drain'], env);
-    expect(created.code).toBe(0);
-    const t = { baseUrl: instance.baseUrl } as TestApp;
-    client = await registerClient(t);
-    accessToken = (await obtainTokens(t, client, USER)).access_token;
-    for (let i = 0; i < EXCHANGES + HANG_UPS; i += 1) codes.push(await obtainCode(instance.baseUrl, client, USER));
-  }, 180_000);
-  afterAll(async () => {
-    if (instance) await stopInstance(instance);
-    await database?.drop();
-    await deleteRedisKeys(prefix);
-  });
+  const service = signalledService(USER, { SHUTDOWN_DELAY_MS: '600' }, EXCHANGES + HANG_UPS);
 
   test('readiness turns 503 first; no in-flight request fails; pools close last', async () => {
+    const { database, instance, client, accessToken, codes } = service;
     let routing = true;
     const readiness: { at: number; status: number | 'refused' }[] = [];
     const outcomes = { ok: 0, failed: [] as string[] };

@@ -56,6 +56,8 @@ interface Fixtures {
   /** The sign-in forms of the applications and settings pages, opened (their CSRF cookie set). */
   atApplications: { browser: Browser; page: Step };
   atSettings: { browser: Browser; page: { url: string; body: string } };
+  /** The registration page, opened (its CSRF cookie set). */
+  atRegister: { browser: Browser; page: { url: string; body: string } };
   code: string;
   tokens: { access_token: string; refresh_token: string };
   revocable: { access_token: string };
@@ -99,12 +101,14 @@ describe('stores down or hung: bounded, clean answers, then recovery', () => {
     const code = new URL((await new Browser(t.baseUrl).authorize(client, user))).searchParams.get('code')!;
     const atApplications = new Browser(t.baseUrl);
     const atSettings = new Browser(t.baseUrl);
+    const atRegister = new Browser(t.baseUrl);
     return {
       client, loggedIn, code,
       atLogin: { browser: atLogin, page: loginPage },
       atConsent: { browser: atConsent, page: consentPage },
       atApplications: { browser: atApplications, page: await atApplications.request(APPLICATIONS_PATH) },
       atSettings: { browser: atSettings, page: await atSettings.follow('/api/settings.php') },
+      atRegister: { browser: atRegister, page: await atRegister.follow('/api/register.php') },
       tokens: await obtainTokens(t, client, user),
       revocable: await obtainTokens(t, client, user),
     };
@@ -165,6 +169,10 @@ describe('stores down or hung: bounded, clean answers, then recovery', () => {
     register: () => timed(() => fetch(`${t.baseUrl}/api/register.php`, {
       method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_name: 'During a fault', redirect_uri: 'http://localhost:9999/cb' }), signal: signal(),
     })),
+    'register page POST': (f) => timed(async () => {
+      const { url, csrf } = csrfOf(f.atRegister.page, '/api/register.php');
+      return asResponse(await f.atRegister.browser.request(url, { form: { _csrf: csrf, client_name: 'Registered in a browser', redirect_uri: 'http://localhost:9999/cb' } }));
+    }),
     'webhooks API': (f) => timed(() => fetch(`${t.baseUrl}/api/webhooks.php`, { headers: { authorization: basicAuth(f.client) }, signal: signal() })),
     '/healthz': () => timed(() => fetch(`${t.baseUrl}/healthz`, { signal: signal() })),
     '/healthz/live': () => timed(() => fetch(`${t.baseUrl}/healthz/live`, { signal: signal() })),
@@ -174,7 +182,7 @@ describe('stores down or hung: bounded, clean answers, then recovery', () => {
   /** The normal answer of each path. */
   const HEALTHY: Record<string, number> = {
     'login page': 200, 'login POST': 303, consent: 303, 'silent authorize': 303, 'new authorize': 303, 'token exchange': 200, refresh: 200,
-    userinfo: 200, revoke: 200, introspect: 200, register: 201, 'webhooks API': 200,
+    userinfo: 200, revoke: 200, introspect: 200, register: 201, 'register page POST': 201, 'webhooks API': 200,
     'applications sign-in POST': 303, 'applications page (login session)': 200, 'settings sign-in POST': 303,
     '/healthz': 200, '/healthz/live': 200, '/healthz/ready': 200,
   };
@@ -192,7 +200,7 @@ describe('stores down or hung: bounded, clean answers, then recovery', () => {
     // the login guard fall back to the per-process insurance limiter). The applications and
     // settings pages' own sign-ins keep a cookie, not a session.
     redis: new Set(['login page', 'login POST', 'consent', 'silent authorize', 'new authorize', 'applications page (login session)']),
-    database: new Set(['login page', 'login POST', 'consent', 'silent authorize', 'new authorize', 'token exchange', 'refresh', 'userinfo', 'revoke', 'introspect', 'register', 'webhooks API',
+    database: new Set(['login page', 'login POST', 'consent', 'silent authorize', 'new authorize', 'token exchange', 'refresh', 'userinfo', 'revoke', 'introspect', 'register', 'register page POST', 'webhooks API',
       'applications sign-in POST', 'applications page (login session)', 'settings sign-in POST']),
   };
   /**
