@@ -103,7 +103,11 @@ export function createAuditLog({ prisma, sql, logger }: { prisma: AuditWriter; s
     },
     select: { id: true },
   });
-  const log = (row: AuditRow) => { logger.info({ ...row }, 'audit'); };
+  // The line is the row: fixed fields, none named for a secret, and a detail auditRow already
+  // redacted at any depth. The logger's own redaction could never change it, and costs ≈ 30 µs a
+  // line here (7× the line: README "Performance"), on every token response.
+  const lines = logger.child({}, { redact: [] });
+  const log = (row: AuditRow) => { lines.info({ ...row }, 'audit'); };
   const inStatement = (row: AuditRow): Write => ({
     sql: (p, ok) => `INSERT INTO audit_events (event, actor, user_id, client_id, address, request_id, detail)
       SELECT ${p(row.event)}::text, ${p(row.actor)}::text, ${p(row.user_id)}::text, ${p(row.client_id)}::text, ${p(row.address)}::text, ${p(row.request_id)}::text, ${p(JSON.stringify(row.detail))}::jsonb

@@ -62,6 +62,15 @@ describe('writing (postgres)', () => {
 
   const rows = () => store.db.prisma.auditEvent.findMany({ orderBy: { id: 'asc' } });
 
+  test('the line is the row as stored: secrets in its detail are redacted at any depth before the logger sees it', async () => {
+    await audit.record('client.updated', { client: 'c-9', detail: { client_secret: 's3cret', nested: { deeper: { password: 'pa55word' } } } }, CONTEXT);
+    const line = lines.find((l) => l.msg === 'audit')!;
+    expect(line.detail).toEqual({ os_user: 'ops', client_secret: '[Redacted]', nested: { deeper: { password: '[Redacted]' } } });
+    expect(JSON.stringify(lines)).not.toMatch(/s3cret|pa55word/);
+    const [row] = await store.db.prisma.auditEvent.findMany({ where: { clientId: 'c-9' } });
+    expect(row!.detail).toEqual(line.detail);
+  });
+
   test('record: one row and one line with the same fields', async () => {
     await audit.record('login.succeeded', { user: 'u-1', client: 'c-1', detail: { page: 'login' } }, CONTEXT);
     expect(await rows()).toEqual([{
