@@ -62,11 +62,13 @@ async function openPostgres(connectionString: string, timeouts: DatabaseTimeouts
   // An idle client that loses its server emits 'error' on the pool; without a listener that
   // kills the process. The next query reports the problem instead.
   pool.on('error', () => {});
-  // The connections lent to requests right now: see close().
+  // Every connection, and those lent to requests right now: see close().
+  const open = new Set<PoolClient>();
   const lent = new Set<PoolClient>();
+  pool.on('connect', (client) => open.add(client));
   pool.on('acquire', (client) => lent.add(client));
   pool.on('release', (_error, client) => lent.delete(client));
-  pool.on('remove', (client) => lent.delete(client));
+  pool.on('remove', (client) => { lent.delete(client); open.delete(client); });
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
   // Prepared once per connection: the server plans a hot statement once, not per request.
   const names = new Map<string, string>();
@@ -101,14 +103,24 @@ async function openPostgres(connectionString: string, timeouts: DatabaseTimeouts
     },
     poolState: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     async close() {
-      await prisma.$disconnect();
-      const ended = pool.end();
       // A request still running at the shutdown deadline (SHUTDOWN_TIMEOUT_MS, src/main.ts) still
-      // holds its connection, and pool.end() waits for every connection: it is ended too, its
+      // holds its connection, and pool.end() waits for every connection: it is ended first, its
       // statement failing (a hung one included), so the deadline holds. After a drain that
       // settled, none is lent.
       for (const client of lent) void client.end().catch(() => {});
-      await ended;
+      const closing = (async () => {
+        await prisma.$disconnect();
+        await pool.end();
+      })();
+      // A server that hangs answers no goodbye (nor the rollback Prisma sends an open transaction):
+      // closing waits DATABASE_CONNECT_TIMEOUT_MS at most, then drops the sockets (issue 10).
+      let timer: NodeJS.Timeout | undefined;
+      const gaveUp = await Promise.race([
+        closing.then(() => false, () => false),
+        new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(true), timeouts.databaseConnectMs); }),
+      ]);
+      clearTimeout(timer);
+      if (gaveUp) for (const client of open) (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
     },
   };
 }
