@@ -74,19 +74,28 @@ export function deleteOldDeliveries(prisma: PrismaClient, options: CleanupOption
 }
 
 /**
- * One bounded pass over the webhook endpoints of deleted clients (client_id NULL): each is removed,
- * with its delivery log, once it has nothing pending; until then the worker still delivers its
- * messages (the `token.revoked` events of the client's deletion among them). Resolves to the
- * number of endpoints deleted.
+ * One bounded pass over the webhook endpoints of deleted clients (client_id NULL): until they have
+ * nothing pending the worker still delivers their messages (the `token.revoked` events of the
+ * client's deletion among them); then their delivery log leaves in bounded batches (a busy
+ * client's can hold millions of rows: one statement for it all would outlast the statement
+ * timeout), and each endpoint left with no delivery goes. Resolves to the rows deleted.
  */
-export function deleteRetiredEndpoints(prisma: PrismaClient, options: CleanupOptions = {}): Promise<number> {
-  return boundedPass(options, (limit) => prisma.$executeRaw`
+export async function deleteRetiredEndpoints(prisma: PrismaClient, options: CleanupOptions = {}): Promise<number> {
+  const deliveries = await boundedPass(options, (limit) => prisma.$executeRaw`
+    DELETE FROM webhook_deliveries WHERE id IN (
+      SELECT d.id FROM webhook_deliveries d
+      JOIN webhook_endpoints e ON e.id = d.endpoint_id
+      WHERE e.client_id IS NULL AND d.status <> 'pending'
+      LIMIT ${limit}
+      FOR UPDATE OF d SKIP LOCKED)`);
+  const endpoints = await boundedPass(options, (limit) => prisma.$executeRaw`
     DELETE FROM webhook_endpoints WHERE id IN (
       SELECT e.id FROM webhook_endpoints e
       WHERE e.client_id IS NULL
-        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.endpoint_id = e.id AND d.status = 'pending')
+        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.endpoint_id = e.id)
       LIMIT ${limit}
       FOR UPDATE SKIP LOCKED)`);
+  return deliveries + endpoints;
 }
 
 /** One bounded pass over the audit trail: rows older than `days` (AUDIT_RETENTION_DAYS); resolves to the number deleted. */
@@ -102,7 +111,8 @@ export interface Cleanup {
 /**
  * Runs {@link deleteExpired}, {@link deleteOldDeliveries}, {@link deleteRetiredEndpoints} and {@link deleteOldAuditEvents} every
  * `intervalMs` (the next pass is scheduled when the previous one ends, so passes never overlap).
- * A failed pass (say, the database is down) is logged and the next one runs on schedule.
+ * A failed step (say, the database is down) is logged, the pass goes on with the next step, and
+ * the next pass runs on schedule.
  */
 export function startCleanup(
   prisma: PrismaClient,
@@ -116,13 +126,17 @@ export function startCleanup(
   const schedule = () => {
     if (stopped) return;
     timer = setTimeout(() => {
+      // Each step on its own: one that fails (a statement timeout, say) never starves the others.
+      const steps = [
+        () => deleteExpired(prisma, options),
+        () => deleteOldDeliveries(prisma, options),
+        () => deleteRetiredEndpoints(prisma, options),
+        () => deleteOldAuditEvents(prisma, { ...options, days: options.auditRetentionDays }),
+      ];
       const pass = async () => {
-        await deleteExpired(prisma, options);
-        await deleteOldDeliveries(prisma, options);
-        await deleteRetiredEndpoints(prisma, options);
-        await deleteOldAuditEvents(prisma, { ...options, days: options.auditRetentionDays });
+        for (const step of steps) await step().catch(log);
       };
-      running = pass().then(() => undefined, log).finally(() => {
+      running = pass().finally(() => {
         running = undefined;
         schedule();
       });

@@ -114,7 +114,7 @@ describe('clients:delete', () => {
     }
     expect(await t.app.db.prisma.webhookDelivery.count({ where: { endpointId, status: 'delivered' } })).toBe(4);
     // Nothing left to send: the cleanup job removes the endpoint and its delivery log.
-    expect(await deleteRetiredEndpoints(t.app.db.prisma)).toBe(1);
+    expect(await deleteRetiredEndpoints(t.app.db.prisma)).toBe(4 + 1); // its four deliveries, then it
     expect(await t.app.db.prisma.webhookEndpoint.count({ where: { id: endpointId } })).toBe(0);
     expect(await t.app.db.prisma.webhookDelivery.count({ where: { endpointId } })).toBe(0);
 

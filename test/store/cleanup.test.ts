@@ -2,12 +2,14 @@
  * The expiry cleanup: a pass deletes expired provider rows in bounded batches, oldest first,
  * and keeps everything unexpired; concurrent passes (several instances) split the work; the
  * periodic job runs until stopped. Finished webhook deliveries leave the delivery log after
- * DELIVERY_LOG_DAYS; pending ones stay. Audit rows leave after AUDIT_RETENTION_DAYS. Redis needs
+ * DELIVERY_LOG_DAYS; pending ones stay. A deleted client's endpoints leave once they have nothing
+ * pending, their delivery log first, in bounded batches. Audit rows leave after AUDIT_RETENTION_DAYS;
+ * a step that fails does not keep the others from running. Redis needs
  * no job: every key the app writes expires.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
 import type { PrismaClient } from '../../src/generated/prisma/client.js';
-import { DELIVERY_LOG_DAYS, deleteExpired, deleteOldAuditEvents, deleteOldDeliveries, startCleanup } from '../../src/store/cleanup.js';
+import { DELIVERY_LOG_DAYS, deleteExpired, deleteOldAuditEvents, deleteOldDeliveries, deleteRetiredEndpoints, startCleanup } from '../../src/store/cleanup.js';
 import { Redis } from 'ioredis';
 import { openTestDatabase } from '../helpers/databases.js';
 import type { StoreKind, TestStore } from '../helpers/databases.js';
@@ -106,6 +108,41 @@ describe.each<StoreKind>(['postgres', 'embedded'])('deleteOldDeliveries (%s)', (
   });
 });
 
+describe.each<StoreKind>(['postgres', 'embedded'])('deleteRetiredEndpoints (%s)', (kind) => {
+  let store: TestStore;
+  beforeAll(async () => { store = await openTestDatabase(kind, { migrated: true }); });
+  afterAll(async () => { await store.close(); });
+
+  test('a deleted client\'s endpoints: their finished deliveries leave in bounded batches, then each endpoint with nothing left; pending ones and live clients\' stay', async () => {
+    const { prisma } = store.db;
+    for (const clientId of ['gone', 'live']) {
+      await prisma.client.create({ data: { clientId, clientSecretHash: 'x', clientName: clientId, redirectUri: 'https://app.example/cb' } });
+    }
+    const endpoint = (id: string, clientId: string) => prisma.webhookEndpoint.create({ data: { id, clientId, url: 'https://app.example/hook', events: ['token.revoked'], secret: 'whsec_x' } });
+    await endpoint('ep_busy', 'gone');
+    await endpoint('ep_waiting', 'gone');
+    await endpoint('ep_live', 'live');
+    const rows = (endpointId: string, status: string, count: number) => Array.from({ length: count }, (_, i) => ({
+      id: `msg_${endpointId}_${status}_${i}`, endpointId, eventId: `evt_${i}`, eventType: 'token.revoked', payload: {}, status,
+    }));
+    await prisma.webhookDelivery.createMany({
+      data: [...rows('ep_busy', 'delivered', 120), ...rows('ep_busy', 'failed', 10), ...rows('ep_waiting', 'delivered', 3), ...rows('ep_waiting', 'pending', 1), ...rows('ep_live', 'delivered', 4)],
+    });
+    await prisma.client.delete({ where: { clientId: 'gone' } });
+
+    expect(await deleteRetiredEndpoints(prisma, { batchSize: 50, batchesPerPass: 2 })).toBe(100); // the bound: no endpoint yet
+    expect(await prisma.webhookEndpoint.count({ where: { clientId: null } })).toBe(2);
+    expect(await deleteRetiredEndpoints(prisma, { batchSize: 50, batchesPerPass: 2 })).toBe(33 + 1); // the rest, then ep_busy
+    expect((await prisma.webhookEndpoint.findMany({ orderBy: { id: 'asc' } })).map((e) => e.id)).toEqual(['ep_live', 'ep_waiting']);
+    expect(await deleteRetiredEndpoints(prisma, { batchSize: 50, batchesPerPass: 2 })).toBe(0); // ep_waiting still has one pending
+
+    await prisma.webhookDelivery.updateMany({ where: { endpointId: 'ep_waiting', status: 'pending' }, data: { status: 'delivered' } });
+    expect(await deleteRetiredEndpoints(prisma, { batchSize: 50, batchesPerPass: 2 })).toBe(2);
+    expect((await prisma.webhookEndpoint.findMany()).map((e) => e.id)).toEqual(['ep_live']);
+    expect(await prisma.webhookDelivery.count()).toBe(4);
+  });
+});
+
 describe.each<StoreKind>(['postgres', 'embedded'])('deleteOldAuditEvents (%s)', (kind) => {
   let store: TestStore;
   beforeAll(async () => { store = await openTestDatabase(kind, { migrated: true }); });
@@ -128,6 +165,25 @@ describe.each<StoreKind>(['postgres', 'embedded'])('deleteOldAuditEvents (%s)', 
     expect(await deleteOldAuditEvents(prisma, { days: 30, batchSize: 40, batchesPerPass: 2 })).toBe(0);
     const left = await prisma.auditEvent.groupBy({ by: ['event'], _count: true, orderBy: { event: 'asc' } });
     expect(left.map((row) => [row.event, row._count])).toEqual([['login.succeeded', 4], ['user.disabled', 8]]);
+  });
+
+  test('a step that fails does not keep the others from running: the audit sweep goes on, the failure is logged', async () => {
+    const { prisma } = store.db;
+    await prisma.auditEvent.deleteMany({});
+    await prisma.auditEvent.createMany({ data: [...rows('login.failed', 3 * DAY, 5), ...rows('login.failed', HOUR, 2)] });
+    await prisma.$executeRawUnsafe('ALTER TABLE webhook_deliveries RENAME TO webhook_deliveries_away'); // the delivery steps fail
+    const errors: unknown[] = [];
+    const job = startCleanup(prisma, { intervalMs: 50, auditRetentionDays: 2, log: (error) => errors.push(error) });
+    try {
+      const deadline = Date.now() + 20_000;
+      while (await prisma.auditEvent.count() > 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    } finally {
+      await job.stop();
+      await prisma.$executeRawUnsafe('ALTER TABLE webhook_deliveries_away RENAME TO webhook_deliveries');
+    }
+    expect(await prisma.auditEvent.count()).toBe(2);
+    expect(errors.length).toBeGreaterThan(0);
+    expect(String(errors[0])).toMatch(/webhook_deliveries/);
   });
 
   test('the periodic job sweeps with its auditRetentionDays', async () => {
