@@ -57,14 +57,13 @@ export function createLoginGuard(limiter: LimiterFactory, limits: LoginLimits = 
   return {
     async attempt(username, address, verify) {
       const key = pairKey(username, address);
-      // Both counts at once: one round trip (the client pipelines one turn's commands), and one
-      // store timeout at most while Redis hangs (issue 10). A blocked attempt is no failure: the
-      // count that did not block it gets its point back (a second round trip, on blocks only).
-      const [pair, perAddress] = await Promise.all([pairs.consume(key), addresses.consume(address)]);
-      if (pair.exceeded) {
-        await addresses.reward(address);
-        return { outcome: 'blocked', retryAfter: pairWait(pair) };
-      }
+      // The pair first: a blocked pair (a guessing run's every later attempt) costs one count and
+      // spends nothing of its address's daily budget, which a real user there shares. A Redis that
+      // hangs is still waited on once: after one timeout the limiters count in memory at once
+      // (their breaker, store/insured-limiter.ts; issue 10).
+      const pair = await pairs.consume(key);
+      if (pair.exceeded) return { outcome: 'blocked', retryAfter: pairWait(pair) };
+      const perAddress = await addresses.consume(address);
       if (perAddress.exceeded) {
         await pairs.reward(key);
         return { outcome: 'blocked', retryAfter: retryAfterSeconds(perAddress.resetMs) };

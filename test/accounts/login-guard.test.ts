@@ -7,7 +7,6 @@ import { Redis } from 'ioredis';
 import { createLoginGuard, LOGIN_LIMITS } from '../../src/accounts/login-guard.js';
 import type { LoginLimits } from '../../src/accounts/login-guard.js';
 import { createLimiterFactory } from '../../src/store/limiter.js';
-import type { LimiterFactory } from '../../src/store/limiter.js';
 import { deleteRedisKeys, REDIS_URL, testRedisPrefix } from '../helpers/services.js';
 
 const LIMITS: LoginLimits = { ...LOGIN_LIMITS, failuresPerPair: 3, pairBlockSeconds: 1, failuresPerAddressPerDay: 5 };
@@ -118,30 +117,24 @@ describe.each(['redis', 'memory'] as const)('login guard (%s)', (store) => {
   });
 });
 
-describe('login guard: its counts', () => {
-  test('the pair and the address are counted together (one round trip, and one store timeout at most while Redis hangs: issue 10)', async () => {
-    // The in-memory limiters, each count taking a while, as a store round trip does.
-    const memory = createLimiterFactory(undefined);
-    let inFlight = 0;
-    let most = 0;
-    const slow: LimiterFactory = (...args) => {
-      const limiter = memory(...args);
-      return {
-        ...limiter,
-        async consume(key) {
-          inFlight += 1;
-          most = Math.max(most, inFlight);
-          try {
-            await new Promise((resolve) => setTimeout(resolve, 20));
-            return await limiter.consume(key);
-          } finally {
-            inFlight -= 1;
-          }
-        },
-      };
-    };
+describe.each(['redis', 'memory'] as const)('login guard: a blocked pair (%s)', (store) => {
+  test('costs one count and spends nothing of its address\'s daily budget: others at that address keep their failures', async () => {
+    const factory = createLimiterFactory(store === 'redis' ? { redis, keyPrefix: `${prefix}blocked-${store}:` } : undefined);
+    const counted: Record<string, number> = {};
+    const g = createLoginGuard((name, ...rest) => {
+      const limiter = factory(name, ...rest);
+      return { ...limiter, consume: (key) => { counted[name] = (counted[name] ?? 0) + 1; return limiter.consume(key); } };
+    }, LIMITS);
     const { user, address } = fresh();
-    expect(await createLoginGuard(slow, LIMITS).attempt(user, address, async () => undefined)).toEqual({ outcome: 'failure' });
-    expect(most).toBe(2);
+    const wrong = async () => undefined;
+    for (let i = 0; i < LIMITS.failuresPerPair; i += 1) expect((await g.attempt(user, address, wrong)).outcome).toBe('failure');
+    for (let i = 0; i < 20; i += 1) expect((await g.attempt(user, address, wrong)).outcome).toBe('blocked');
+    expect(counted).toEqual({ 'login-pair': LIMITS.failuresPerPair + 20, 'login-address': LIMITS.failuresPerPair });
+    // The address has spent failuresPerPair of its failuresPerAddressPerDay: the rest are still there.
+    const other = `${user}-other`;
+    for (let i = LIMITS.failuresPerPair; i < LIMITS.failuresPerAddressPerDay; i += 1) {
+      expect((await g.attempt(other, address, wrong)).outcome).toBe('failure');
+    }
+    expect((await g.attempt(other, address, wrong)).outcome).toBe('blocked');
   });
 });
