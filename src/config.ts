@@ -175,13 +175,16 @@ function httpTimeouts(env: Env): Pick<Timeouts, 'httpHeadersMs' | 'httpRequestMs
 }
 
 /**
- * A claim must outlast the attempt it covers, or a second worker could send a message while the
- * first still waits for its answer (README "Webhooks" → "Claiming"): the pair is checked together.
+ * A claim must outlast the attempt it covers and the recording of its outcome, or a second worker
+ * could send a message while the first still waits for its answer (README "Webhooks" →
+ * "Claiming"): at least twice the attempt's limit; unset, 60 s or six attempts, whichever is longer.
  */
 function webhookTimes(env: Env): { webhookAttemptMs: number; webhookLeaseMs: number } {
   const webhookAttemptMs = integer(env, 'WEBHOOK_ATTEMPT_TIMEOUT_MS', 10_000, 100, 60_000);
-  const webhookLeaseMs = integer(env, 'WEBHOOK_LEASE_MS', 60_000, 1000, 3_600_000);
-  if (webhookLeaseMs <= webhookAttemptMs) throw new ConfigError('WEBHOOK_LEASE_MS', `must be longer than WEBHOOK_ATTEMPT_TIMEOUT_MS (${webhookAttemptMs})`);
+  const webhookLeaseMs = integer(env, 'WEBHOOK_LEASE_MS', Math.max(60_000, 6 * webhookAttemptMs), 1000, 3_600_000);
+  if (webhookLeaseMs < 2 * webhookAttemptMs) {
+    throw new ConfigError('WEBHOOK_LEASE_MS', `must be at least twice WEBHOOK_ATTEMPT_TIMEOUT_MS (${webhookAttemptMs}): the attempt, then recording its outcome`);
+  }
   return { webhookAttemptMs, webhookLeaseMs };
 }
 

@@ -75,6 +75,11 @@ describe('loadConfig defaults', () => {
     expect(loadConfig({ PORT: '8080' }).baseUrl).toBe('http://localhost:8080');
   });
 
+  test('the webhook claim defaults to 60 s or six attempts, whichever is longer', () => {
+    expect(loadConfig({ WEBHOOK_ATTEMPT_TIMEOUT_MS: '5000' }).webhookLeaseMs).toBe(60_000);
+    expect(loadConfig({ WEBHOOK_ATTEMPT_TIMEOUT_MS: '60000' }).webhookLeaseMs).toBe(360_000);
+  });
+
   test('empty and blank values count as unset', () => {
     expect(loadConfig({ PORT: '', BASE_URL: '  ', ACCESS_TOKEN_TTL: '' })).toMatchObject({ port: 3000, baseUrl: 'http://localhost:3000', accessTokenTtl: 3600 });
   });
@@ -195,9 +200,10 @@ describe('a bad value throws ConfigError naming the variable', () => {
     ['WEBHOOK_ATTEMPT_TIMEOUT_MS', { WEBHOOK_ATTEMPT_TIMEOUT_MS: '60001' }],
     ['WEBHOOK_LEASE_MS', { WEBHOOK_LEASE_MS: '999' }],
     ['WEBHOOK_LEASE_MS', { WEBHOOK_LEASE_MS: 'a minute' }],
-    // A claim must outlast its attempt, or a second worker could send the message meanwhile.
+    // A claim must outlast its attempt and its recording, or a second worker could send the message meanwhile.
     ['WEBHOOK_LEASE_MS', { WEBHOOK_LEASE_MS: '10000' }],
     ['WEBHOOK_LEASE_MS', { WEBHOOK_ATTEMPT_TIMEOUT_MS: '5000', WEBHOOK_LEASE_MS: '4000' }],
+    ['WEBHOOK_LEASE_MS', { WEBHOOK_ATTEMPT_TIMEOUT_MS: '5000', WEBHOOK_LEASE_MS: '9999' }],
     ['AUDIT_RETENTION_DAYS', { AUDIT_RETENTION_DAYS: '0' }],
     ['AUDIT_RETENTION_DAYS', { AUDIT_RETENTION_DAYS: '90d' }],
     ['DATABASE_URL', { DATABASE_URL: 'mysql://x' }],
