@@ -103,10 +103,14 @@ fs.writeFileSync(script, lines.filter(Boolean).join('\n'));
 
 const child = spawn('wrk', ['-t1', `-c${spec.connections}`, `-d${spec.seconds}s`, '--timeout', '30s', '-s', script, spec.url], { stdio: ['ignore', 'pipe', 'inherit'] });
 let stdout = '';
+let interrupted = false;
 child.stdout.setEncoding('utf8').on('data', (chunk) => {
   stdout += chunk;
   // wrk waits out its duration whatever its thread does; SIGINT ends the wait and it reports.
-  if (chunk.includes('WRK-EXHAUSTED')) child.kill('SIGINT');
+  if (!interrupted && stdout.includes('WRK-EXHAUSTED')) {
+    interrupted = true;
+    child.kill('SIGINT');
+  }
 });
 const code = await new Promise((resolve) => child.on('close', resolve));
 fs.rmSync(dir, { recursive: true, force: true });
