@@ -11,7 +11,7 @@
 import http from 'node:http';
 import { describe, expect, test } from '@jest/globals';
 import pg from 'pg';
-import { userinfo } from './helpers/fixtures.js';
+import { registerClient, userinfo } from './helpers/fixtures.js';
 import { signalledService } from './helpers/signalled-service.js';
 import type { TestApp } from './helpers/test-app.js';
 
@@ -64,6 +64,12 @@ describe('SIGTERM with a request that outlives SHUTDOWN_TIMEOUT_MS', () => {
         if (waited > 10_000) throw new Error('the exchange never reached its consume');
         await sleep(10);
       }
+
+      // Several pooled connections, fresh (the pool closes one left idle for 10 s) and idle: they
+      // must stay open until the deadline. Registrations, each a transaction of its own, open them;
+      // more than one, so the webhook worker's poll borrowing one never leaves none idle.
+      await Promise.all(Array.from({ length: 4 }, () => registerClient({ baseUrl: instance.baseUrl } as TestApp)));
+      expect(await idleOfInstance()).toBeGreaterThanOrEqual(2);
 
       const signalledAt = Date.now();
       const deadline = signalledAt + SHUTDOWN_DELAY_MS + SHUTDOWN_TIMEOUT_MS;
