@@ -11,6 +11,7 @@
  * Every check is bounded, so both answer within 2 s whatever the stores do.
  */
 import type { Middleware } from 'koa';
+import { within } from '../store/store-failure.js';
 
 export const HEALTH_PATH = '/healthz';
 export const LIVE_PATH = '/healthz/live';
@@ -24,14 +25,6 @@ export interface HealthOptions {
   checks: Record<string, () => Promise<unknown>>;
   /** True once the instance is shutting down: readiness answers 503 `stopping`. */
   stopping: () => boolean;
-}
-
-function within<T>(ms: number, work: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }
 
 export function health({ checks, stopping }: HealthOptions): Middleware {

@@ -14,6 +14,7 @@ import type { PoolClient } from 'pg';
 import { PrismaClient } from '../generated/prisma/client.js';
 import type { Timeouts } from '../config.js';
 import { exactReadCache } from './embedded-read-cache.js';
+import { within } from './store-failure.js';
 import type { HotSql, SqlConnection } from './sql.js';
 
 export interface Database {
@@ -114,13 +115,8 @@ async function openPostgres(connectionString: string, timeouts: DatabaseTimeouts
       })();
       // A server that hangs answers no goodbye (nor the rollback Prisma sends an open transaction):
       // closing waits DATABASE_CONNECT_TIMEOUT_MS at most, then drops the sockets (issue 10).
-      let timer: NodeJS.Timeout | undefined;
-      const gaveUp = await Promise.race([
-        closing.then(() => false, () => false),
-        new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(true), timeouts.databaseConnectMs); }),
-      ]);
-      clearTimeout(timer);
-      if (gaveUp) for (const client of open) (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+      const closed = await within(timeouts.databaseConnectMs, closing.then(() => true, () => true)).catch(() => false);
+      if (!closed) for (const client of open) (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
     },
   };
 }

@@ -138,3 +138,17 @@ export function storeGuard(store: StoreName, pauseMs = HUNG_PAUSE_MS): StoreGuar
     }
   };
 }
+
+/**
+ * `work`, or a rejection once `ms` have passed without its answer: a wait on a store that may
+ * hang, bounded (readiness pings, closing the pool).
+ *
+ * @example await within(1000, db.ping());
+ */
+export function within<T>(ms: number, work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+}

@@ -31,6 +31,19 @@ async function insertRows(prisma: PrismaClient, type: string, count: number, bas
 
 const countWhere = (prisma: PrismaClient, type: string) => prisma.oidcModel.count({ where: { type } });
 
+/** A client with one webhook endpoint per id in `endpoints`. */
+async function clientWithEndpoints(prisma: PrismaClient, clientId: string, endpoints: string[]) {
+  await prisma.client.create({ data: { clientId, clientSecretHash: 'x', clientName: clientId, redirectUri: 'https://app.example/cb' } });
+  for (const id of endpoints) {
+    await prisma.webhookEndpoint.create({ data: { id, clientId, url: 'https://app.example/hook', events: ['token.issued', 'token.revoked'], secret: 'whsec_x' } });
+  }
+}
+
+/** `count` deliveries of one endpoint in `status`, created at `createdAt`. */
+const deliveries = (endpointId: string, status: string, count: number, createdAt = new Date()) => Array.from({ length: count }, (_, i) => ({
+  id: `msg_${endpointId}_${status}_${createdAt.getTime()}_${i}`, endpointId, eventId: `evt_${i}`, eventType: 'token.issued', payload: {}, status, createdAt,
+}));
+
 describe.each<StoreKind>(['postgres', 'embedded'])('deleteExpired (%s)', (kind) => {
   let store: TestStore;
   beforeAll(async () => { store = await openTestDatabase(kind, { migrated: true }); });
@@ -88,14 +101,10 @@ describe.each<StoreKind>(['postgres', 'embedded'])('deleteOldDeliveries (%s)', (
 
   test('finished deliveries older than the log keeps leave in bounded batches; pending and recent ones stay', async () => {
     const { prisma } = store.db;
-    await prisma.client.create({ data: { clientId: 'c1', clientSecretHash: 'x', clientName: 'Log', redirectUri: 'https://app.example/cb' } });
-    await prisma.webhookEndpoint.create({ data: { id: 'ep_1', clientId: 'c1', url: 'https://app.example/hook', events: ['token.issued'], secret: 'whsec_x' } });
+    await clientWithEndpoints(prisma, 'c1', ['ep_1']);
     const old = new Date(Date.now() - (DELIVERY_LOG_DAYS + 1) * 24 * HOUR);
     const recent = new Date(Date.now() - HOUR);
-    const rows = (status: string, createdAt: Date, count: number) => Array.from({ length: count }, (_, i) => ({
-      id: `msg_${status}_${createdAt.getTime()}_${i}`, endpointId: 'ep_1', eventId: `evt_${i}`, eventType: 'token.issued',
-      payload: {}, status, createdAt,
-    }));
+    const rows = (status: string, createdAt: Date, count: number) => deliveries('ep_1', status, count, createdAt);
     await prisma.webhookDelivery.createMany({
       data: [...rows('delivered', old, 120), ...rows('failed', old, 10), ...rows('cancelled', old, 10), ...rows('pending', old, 5), ...rows('delivered', recent, 7)],
     });
@@ -115,18 +124,10 @@ describe.each<StoreKind>(['postgres', 'embedded'])('deleteRetiredEndpoints (%s)'
 
   test('a deleted client\'s endpoints: their finished deliveries leave in bounded batches, then each endpoint with nothing left; pending ones and live clients\' stay', async () => {
     const { prisma } = store.db;
-    for (const clientId of ['gone', 'live']) {
-      await prisma.client.create({ data: { clientId, clientSecretHash: 'x', clientName: clientId, redirectUri: 'https://app.example/cb' } });
-    }
-    const endpoint = (id: string, clientId: string) => prisma.webhookEndpoint.create({ data: { id, clientId, url: 'https://app.example/hook', events: ['token.revoked'], secret: 'whsec_x' } });
-    await endpoint('ep_busy', 'gone');
-    await endpoint('ep_waiting', 'gone');
-    await endpoint('ep_live', 'live');
-    const rows = (endpointId: string, status: string, count: number) => Array.from({ length: count }, (_, i) => ({
-      id: `msg_${endpointId}_${status}_${i}`, endpointId, eventId: `evt_${i}`, eventType: 'token.revoked', payload: {}, status,
-    }));
+    await clientWithEndpoints(prisma, 'gone', ['ep_busy', 'ep_waiting']);
+    await clientWithEndpoints(prisma, 'live', ['ep_live']);
     await prisma.webhookDelivery.createMany({
-      data: [...rows('ep_busy', 'delivered', 120), ...rows('ep_busy', 'failed', 10), ...rows('ep_waiting', 'delivered', 3), ...rows('ep_waiting', 'pending', 1), ...rows('ep_live', 'delivered', 4)],
+      data: [...deliveries('ep_busy', 'delivered', 120), ...deliveries('ep_busy', 'failed', 10), ...deliveries('ep_waiting', 'delivered', 3), ...deliveries('ep_waiting', 'pending', 1), ...deliveries('ep_live', 'delivered', 4)],
     });
     await prisma.client.delete({ where: { clientId: 'gone' } });
 
