@@ -25,7 +25,7 @@ import { verifyClientSecret } from './clients/secret.js';
 import { openDatabase } from './store/database.js';
 import type { Database } from './store/database.js';
 import { startCleanup } from './store/cleanup.js';
-import { storeGuard } from './store/store-failure.js';
+import { HUNG_PAUSE_MS, storeGuard } from './store/store-failure.js';
 import { clientHasWebhooks, createHotReads } from './store/hot-reads.js';
 import { pendingWrites, requestMemo, sendWrites } from './store/request-memo.js';
 import type { Write } from './store/write-batch.js';
@@ -131,7 +131,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   const views = createViews();
   // Store failures become 503s; a hung store is not waited on twice (store/store-failure.ts).
   // Redis has one breaker: its sessions, interactions and counters alike.
-  const guards = { durable: storeGuard('database'), shortLived: storeGuard('redis') };
+  const guards = { durable: storeGuard('database'), shortLived: storeGuard('redis', HUNG_PAUSE_MS, config.timeouts.redisCommandMs) };
   // Spec "Limits": counters in Redis (shared by every instance) or in this process; window 60 s.
   const limiter = metrics.countRefusals(createLimiterFactory(redis && { redis, keyPrefix: `${config.redisKeyPrefix}rl:`, guard: guards.shortLived }));
   const limits = {

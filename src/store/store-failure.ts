@@ -27,7 +27,7 @@ const ADAPTER_KINDS = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'Sock
 const PRISMA_CODES = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024']);
 
 /** Messages of node-postgres, pg-pool, ioredis, Prisma's transaction manager and rate-limiter-flexible for a store that does not answer. */
-const MESSAGES = /^(Redis connection is not ready|Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Connection is closed|Command timed out|Stream isn't writeable|Reached the max retries per request limit|Transaction API error: Unable to start a transaction in the given time|Cannot use a pool after calling end on the pool|Client was closed and is not queryable)/;
+const MESSAGES = /^(no answer within|Redis connection is not ready|Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Connection is closed|Command timed out|Stream isn't writeable|Reached the max retries per request limit|Transaction API error: Unable to start a transaction in the given time|Cannot use a pool after calling end on the pool|Client was closed and is not queryable)/;
 
 /** What the store clients' errors (node-postgres, Prisma, ioredis) may carry; all of it unchecked. */
 export interface Shape {
@@ -85,7 +85,7 @@ export async function unavailableOn<T>(store: StoreName, work: () => Promise<T>)
 }
 
 /** The client gave up waiting (as opposed to a refusal or a lost connection, which fail at once). */
-const TIMED_OUT = /^(Query read timeout|timeout exceeded when trying to connect|Connection terminated due to connection timeout|Command timed out)/;
+const TIMED_OUT = /^(Query read timeout|timeout exceeded when trying to connect|Connection terminated due to connection timeout|Command timed out|no answer within)/;
 
 function timedOut(error: unknown): boolean {
   for (let e = error as Shape | undefined, depth = 0; e && depth < 5; e = e.cause as Shape | undefined, depth += 1) {
@@ -108,16 +108,23 @@ export const HUNG_PAUSE_MS = 1000;
  * one timeout at most (the provider's error handler, for one, looks the client up again after a
  * failure), requests do not pile up behind it, and recovery is seen by the first probe.
  *
+ * `callTimeoutMs` bounds each call from the moment it is made, for a store whose calls are one
+ * round trip each (Redis): the client's own timeout starts when a command is written, and ioredis
+ * writes an auto-pipeline only once the one before it has answered, so a command queued behind a
+ * hung one would wait two timeouts (issue 10: "a request never waits on a store longer than its
+ * timeout plus a small margin").
+ *
  * @example const database = storeGuard('database'); await database(() => prisma.user.findUnique(…));
  */
-export function storeGuard(store: StoreName, pauseMs = HUNG_PAUSE_MS): StoreGuard {
+export function storeGuard(store: StoreName, pauseMs = HUNG_PAUSE_MS, callTimeoutMs?: number): StoreGuard {
   let hungSince: number | undefined;
   let probing = false;
+  const call = <T>(work: () => Promise<T>) => (callTimeoutMs === undefined ? work() : within(callTimeoutMs, work()));
 
   return async (work) => {
     if (hungSince === undefined) {
       try {
-        return await work();
+        return await call(work);
       } catch (error) {
         if (timedOut(error)) hungSince = Date.now();
         throw asUnavailable(store, error);
@@ -126,7 +133,7 @@ export function storeGuard(store: StoreName, pauseMs = HUNG_PAUSE_MS): StoreGuar
     if (probing || Date.now() - hungSince < pauseMs) throw new StoreUnavailableError(store);
     probing = true;
     try {
-      const result = await work();
+      const result = await call(work);
       hungSince = undefined;
       return result;
     } catch (error) {

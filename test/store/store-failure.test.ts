@@ -3,10 +3,16 @@
  * hung store from costing every request its full timeout. The errors here are the ones the
  * drivers raise (the fault tests in test/http/store-faults.test.ts raise them for real).
  */
-import { describe, expect, test } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import type { Redis } from 'ioredis';
 import { StoreUnavailableError } from '../../src/errors.js';
+import { connectRedis } from '../../src/store/redis.js';
 import { HUNG_PAUSE_MS, isStoreFailure, storeGuard } from '../../src/store/store-failure.js';
+import type { StoreGuard } from '../../src/store/store-failure.js';
+import { startRedisServer } from '../helpers/redis-server.js';
+import type { RedisServer } from '../helpers/redis-server.js';
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const withCode = (message: string, code: string) => Object.assign(new Error(message), { code });
 
 describe('isStoreFailure', () => {
@@ -42,7 +48,6 @@ describe('storeGuard', () => {
   const hung = () => Promise.reject(new Error('Query read timeout'));
   const refused = () => Promise.reject(withCode('connect ECONNREFUSED', 'ECONNREFUSED'));
   const answers = () => Promise.resolve('row');
-  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
   test('a store failure comes out as StoreUnavailableError (503), other errors as they are', async () => {
     const guard = storeGuard('database');
@@ -75,6 +80,53 @@ describe('storeGuard', () => {
     await expect(guard(refused)).rejects.toBeInstanceOf(StoreUnavailableError);
     let called = false;
     await expect(guard(() => { called = true; return answers(); })).rejects.toBeInstanceOf(StoreUnavailableError);
+    expect(called).toBe(false);
+  });
+});
+
+describe('a call bound from the moment it is made (callTimeoutMs: Redis)', () => {
+  const COMMAND_MS = 300;
+  let server: RedisServer;
+  let redis: Redis;
+  beforeAll(async () => {
+    server = await startRedisServer();
+    redis = await connectRedis(server.url, { redisCommandMs: COMMAND_MS, redisConnectMs: 2000 });
+  }, 30_000);
+  afterAll(async () => {
+    redis?.disconnect();
+    server?.resume();
+    await server?.stop();
+  });
+
+  /** A command queued while an earlier auto-pipeline waits on a hung Redis: how long its caller waits. */
+  async function queuedBehindHung(guard: StoreGuard) {
+    server.pause();
+    try {
+      const first = guard(() => redis.get('first')).catch((error: unknown) => error);
+      await sleep(50); // the first pipeline is written; ioredis holds the next until it answers
+      const started = Date.now();
+      const error = await guard(() => redis.get('second')).catch((caught: unknown) => caught);
+      const ms = Date.now() - started;
+      await first;
+      return { ms, error };
+    } finally {
+      server.resume();
+    }
+  }
+
+  test('ioredis alone: the queued command waits for the hung one, then its own timeout', async () => {
+    const { ms } = await queuedBehindHung(storeGuard('redis', 60_000));
+    expect(ms).toBeGreaterThanOrEqual(2 * COMMAND_MS - 100);
+  });
+
+  test('bound by the guard: one timeout from when it was made, a 503, and the breaker open', async () => {
+    await sleep(500); // the previous test's commands have settled
+    const guard = storeGuard('redis', 60_000, COMMAND_MS);
+    const { ms, error } = await queuedBehindHung(guard);
+    expect(ms).toBeLessThan(COMMAND_MS + 150);
+    expect(error).toBeInstanceOf(StoreUnavailableError);
+    let called = false;
+    await expect(guard(() => { called = true; return redis.get('third'); })).rejects.toBeInstanceOf(StoreUnavailableError);
     expect(called).toBe(false);
   });
 });
