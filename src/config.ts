@@ -60,7 +60,7 @@ export interface Config {
  * refusing costs a request at most its bound (plus a small margin), then a 503.
  */
 export interface Timeouts {
-  /** A Redis command, from sending to its answer (ioredis `commandTimeout`). */
+  /** A Redis call, from when it is made to its answer (the Redis guard; ioredis's `commandTimeout`, twice it, is a backstop). */
   readonly redisCommandMs: number;
   /** Opening a Redis connection (ioredis `connectTimeout`). */
   readonly redisConnectMs: number;

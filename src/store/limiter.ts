@@ -9,18 +9,17 @@
  * client has no offline queue; the limiter does not even try while the connection is not
  * ready). A Redis that stops answering is waited on once (issue 10: "a request never waits on
  * a store longer than its timeout plus a small margin"): every call goes through the Redis
- * breaker (`storeGuard`, store-failure.ts; the app passes the one its sessions use), so once a
- * command has timed out (the client's REDIS_COMMAND_TIMEOUT_MS, store/redis.ts) counters go
- * straight to memory until Redis answers a probe again.
+ * breaker (`storeGuard`, store-failure.ts; the app passes the one its sessions use, which bounds
+ * each call at REDIS_COMMAND_TIMEOUT_MS), so once a command has timed out counters go straight
+ * to memory until Redis answers a probe again.
  *
- * @example const limiter = createLimiterFactory({ redis, keyPrefix: 'oauth:rl:', guard: storeGuard('redis') }); const perIp = limiter('token-address', 5, 60);
+ * @example const limiter = createLimiterFactory({ redis, keyPrefix: 'oauth:rl:', guard: storeGuard('redis', HUNG_PAUSE_MS, 1000) }); const perIp = limiter('token-address', 5, 60);
  * @see https://github.com/animir/node-rate-limiter-flexible/wiki/Insurance-Strategy
  */
 import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { insured } from './insured-limiter.js';
 import type { Engine } from './insured-limiter.js';
-import { storeGuard } from './store-failure.js';
 import type { StoreGuard } from './store-failure.js';
 
 /** Whole seconds until `ms` has passed, at least 1: what `Retry-After` says (RFC 9110 §10.2.3). */
@@ -69,11 +68,11 @@ export interface LimiterOptions {
 }
 
 /**
- * Where counters live: Redis under `keyPrefix`, each call through `guard` (that Redis's breaker;
- * when not given, the factory makes one for its limiters), each command bounded by the client's
- * own `commandTimeout`; or (undefined) this process's memory.
+ * Where counters live: Redis under `keyPrefix`, each call through `guard` (that Redis's breaker,
+ * which bounds each call: `storeGuard('redis', pause, REDIS_COMMAND_TIMEOUT_MS)`); or
+ * (undefined) this process's memory.
  */
-export type LimiterStore = { readonly redis: Redis; readonly keyPrefix: string; readonly guard?: StoreGuard } | undefined;
+export type LimiterStore = { readonly redis: Redis; readonly keyPrefix: string; readonly guard: StoreGuard } | undefined;
 
 /** Builds limiters on one store: `limiter(name, points, durationSeconds)`. */
 export type LimiterFactory = (name: string, points: number, duration: number, options?: LimiterOptions) => Limiter;
@@ -141,7 +140,7 @@ export function createLimiterFactory(store: LimiterStore): LimiterFactory {
   const inMemory = (name: string, points: number, duration: number) => new RateLimiterMemory({ keyPrefix: name, points, duration });
   if (!store) return (name, points, duration, options) => wrap(inMemory(name, points, duration), points, options);
   // One breaker for every limiter of this Redis: a timeout seen by one sends all of them to memory.
-  const guard = store.guard ?? storeGuard('redis');
+  const { guard } = store;
   // Increments of one turn, whichever limiter they count for, share one round trip: the client
   // pipelines them (store/redis.ts, auto-pipelining).
   return (name, points, duration, options) => {

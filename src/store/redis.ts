@@ -2,7 +2,10 @@
  * Connects to Redis, with every call bounded:
  * - no offline queue: while the connection is down a command fails at once instead of waiting;
  * - `commandTimeout`: a Redis that stops answering (a hung host, a full network buffer) fails
- *   the command after `redisCommandMs`;
+ *   the command; every call the service makes is bounded at `redisCommandMs` by the Redis guard
+ *   (store-failure.ts `storeGuard`, which also reads an answer that arrived while this process
+ *   was stalled), so the client's own timer, which fires before the loop reads the socket, is a
+ *   backstop at twice that;
  * - `connectTimeout`: opening a connection gives up after `redisConnectMs`;
  * - one retry per request at most; reconnection goes on in the background, at most every 2 s.
  * A failure then surfaces on the request that needed Redis, as a 503 (store-failure.ts).
@@ -28,7 +31,7 @@ export async function connectRedis(url: string, timeouts: RedisTimeouts = DEFAUL
     lazyConnect: true,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
-    commandTimeout: timeouts.redisCommandMs,
+    commandTimeout: timeouts.redisCommandMs * 2,
     connectTimeout: timeouts.redisConnectMs,
     retryStrategy: (attempt) => Math.min(attempt * 100, 2000),
     enableAutoPipelining: true,

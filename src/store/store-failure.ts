@@ -148,14 +148,27 @@ export function storeGuard(store: StoreName, pauseMs = HUNG_PAUSE_MS, callTimeou
 
 /**
  * `work`, or a rejection once `ms` have passed without its answer: a wait on a store that may
- * hang, bounded (readiness pings, closing the pool).
+ * hang, bounded (Redis calls, readiness pings, closing the pool).
+ *
+ * An answer that arrived in time is never read as a timeout, even when this process could not
+ * read it in time: Node runs due timers before it reads its sockets, so after a stall longer than
+ * `ms` (a starved CPU, a long collection, a large body parsed) the timer would fire first while
+ * the answer waits in the socket, and a breaker would open on a store that had answered (a fuzz
+ * test in CI: 503s and readiness 503 with Redis fine). The verdict waits for the next check
+ * phase, after the loop has read what its sockets hold.
  *
  * @example await within(1000, db.ping());
  */
 export function within<T>(ms: number, work: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
+  let verdict: NodeJS.Immediate | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    timer = setTimeout(() => {
+      verdict = setImmediate(() => reject(new Error(`no answer within ${ms} ms`)));
+    }, ms);
   });
-  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+  return Promise.race([work, timeout]).finally(() => {
+    clearTimeout(timer);
+    if (verdict) clearImmediate(verdict);
+  });
 }

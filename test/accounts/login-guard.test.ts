@@ -7,6 +7,7 @@ import { Redis } from 'ioredis';
 import { createLoginGuard, LOGIN_LIMITS } from '../../src/accounts/login-guard.js';
 import type { LoginLimits } from '../../src/accounts/login-guard.js';
 import { createLimiterFactory } from '../../src/store/limiter.js';
+import { storeGuard } from '../../src/store/store-failure.js';
 import { deleteRedisKeys, REDIS_URL, testRedisPrefix } from '../helpers/services.js';
 
 const LIMITS: LoginLimits = { ...LOGIN_LIMITS, failuresPerPair: 3, pairBlockSeconds: 1, failuresPerAddressPerDay: 5 };
@@ -33,7 +34,7 @@ let n = 0;
 const fresh = () => { n += 1; return { user: `user${n}`, address: `192.0.2.${n}` }; };
 
 describe.each(['redis', 'memory'] as const)('login guard (%s)', (store) => {
-  const guard = () => createLoginGuard(createLimiterFactory(store === 'redis' ? { redis, keyPrefix: `${prefix}${store}:` } : undefined), LIMITS);
+  const guard = () => createLoginGuard(createLimiterFactory(store === 'redis' ? { redis, keyPrefix: `${prefix}${store}:`, guard: storeGuard('redis') } : undefined), LIMITS);
 
   test('consecutive failures of one username from one address block that pair, without checking the password', async () => {
     const g = guard();
@@ -119,7 +120,7 @@ describe.each(['redis', 'memory'] as const)('login guard (%s)', (store) => {
 
 describe.each(['redis', 'memory'] as const)('login guard: a blocked pair (%s)', (store) => {
   test('costs one count and spends nothing of its address\'s daily budget: others at that address keep their failures', async () => {
-    const factory = createLimiterFactory(store === 'redis' ? { redis, keyPrefix: `${prefix}blocked-${store}:` } : undefined);
+    const factory = createLimiterFactory(store === 'redis' ? { redis, keyPrefix: `${prefix}blocked-${store}:`, guard: storeGuard('redis') } : undefined);
     const counted: Record<string, number> = {};
     const g = createLoginGuard((name, ...rest) => {
       const limiter = factory(name, ...rest);

@@ -23,7 +23,7 @@ describe.each(['redis', 'memory'] as const)('limiters (%s)', (kind) => {
   beforeAll(() => {
     prefix = testRedisPrefix();
     redis = kind === 'redis' ? new Redis(REDIS_URL) : undefined;
-    limiter = createLimiterFactory(redis && { redis, keyPrefix: prefix });
+    limiter = createLimiterFactory(redis && { redis, keyPrefix: prefix, guard: storeGuard('redis') });
   });
   afterAll(async () => {
     await deleteRedisKeys(prefix);
@@ -87,7 +87,7 @@ describe.each(['redis', 'memory'] as const)('limiters (%s)', (kind) => {
  * the shared one.
  */
 describe('limiters on a Redis that stops answering', () => {
-  /** The client's command timeout here (the app's is REDIS_COMMAND_TIMEOUT_MS), short to keep the test quick. */
+  /** Each Redis call's bound here (the app's is REDIS_COMMAND_TIMEOUT_MS), short to keep the test quick. */
   const COMMAND_TIMEOUT_MS = 300;
   /** The breaker's pause here (the app's is HUNG_PAUSE_MS). */
   const PAUSE_MS = 200;
@@ -104,7 +104,7 @@ describe('limiters on a Redis that stops answering', () => {
   });
 
   test('wait one command timeout, then count in memory at once (limits holding) until Redis answers a probe', async () => {
-    const limiter = createLimiterFactory({ redis, keyPrefix: 'p:', guard: storeGuard('redis', PAUSE_MS) });
+    const limiter = createLimiterFactory({ redis, keyPrefix: 'p:', guard: storeGuard('redis', PAUSE_MS, COMMAND_TIMEOUT_MS) });
     const perAddress = limiter('address', 3, 60);
     const perPair = limiter('pair', 3, 60);
     server.pause();

@@ -119,6 +119,27 @@ describe('a call bound from the moment it is made (callTimeoutMs: Redis)', () =>
     expect(ms).toBeGreaterThanOrEqual(2 * COMMAND_MS - 100);
   });
 
+  test('an answer that arrived while this process was stalled past the bound is an answer, not a timeout', async () => {
+    const guard = storeGuard('redis', 60_000, COMMAND_MS);
+    // The loop stalls right after the command is written (a starved CPU, a long collection, a
+    // large body parsed), past the guard's bound but not past the client's backstop (twice it),
+    // and Redis answers meanwhile. The stall is in a callback of the loop's check phase (as in
+    // one of its I/O callbacks), so its next turn runs its due timers, the bound's among them,
+    // before it reads the answer waiting in the socket.
+    const { answer } = await new Promise<{ answer: Promise<string> }>((resolve) => setImmediate(() => {
+      const started = Date.now();
+      const call = guard(() => redis.ping());
+      // ioredis writes its auto-pipeline from a setImmediate of its own, queued just now: this
+      // one runs right after it.
+      setImmediate(() => {
+        while (Date.now() - started < COMMAND_MS + 150) { /* stalled */ }
+        resolve({ answer: call });
+      });
+    }));
+    await expect(answer).resolves.toBe('PONG');
+    await expect(guard(() => redis.get('after-stall'))).resolves.toBeNull(); // the breaker stayed closed
+  });
+
   test('bound by the guard: one timeout from when it was made, a 503, and the breaker open', async () => {
     await sleep(500); // the previous test's commands have settled
     const guard = storeGuard('redis', 60_000, COMMAND_MS);
