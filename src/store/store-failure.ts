@@ -146,16 +146,22 @@ export function storeGuard(store: StoreName, pauseMs = HUNG_PAUSE_MS, callTimeou
   };
 }
 
+/** A bound's timer this late means the process itself was stalled, not the store. */
+const STALLED_MS = 50;
+
 /**
  * `work`, or a rejection once `ms` have passed without its answer: a wait on a store that may
  * hang, bounded (Redis calls, readiness pings, closing the pool).
  *
- * An answer that arrived in time is never read as a timeout, even when this process could not
- * read it in time: Node runs due timers before it reads its sockets, so after a stall longer than
- * `ms` (a starved CPU, a long collection, a large body parsed) the timer would fire first while
- * the answer waits in the socket, and a breaker would open on a store that had answered (a fuzz
- * test in CI: 503s and readiness 503 with Redis fine). The verdict waits for the next check
- * phase, after the loop has read what its sockets hold.
+ * A stall of this process is not taken for a store's: a starved CPU, a long collection or a
+ * large body parsed can hold the event loop past the bound, and a breaker must not open on a
+ * store that answered (a fuzz test in CI saw 503s and a readiness 503 that way, Redis fine).
+ * - Node runs due timers before it reads its sockets, so after a stall the timer would fire
+ *   while the answer waits in the socket: the verdict waits for the check phase that follows
+ *   the loop's reading of its sockets.
+ * - A call made just before the stall may not even have been sent (ioredis writes from a
+ *   setImmediate of its own): when the timer fires `late` ms after its time, the store gets
+ *   min(late, ms) more, measured from when the process ran again.
  *
  * @example await within(1000, db.ping());
  */
@@ -163,8 +169,14 @@ export function within<T>(ms: number, work: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   let verdict: NodeJS.Immediate | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
+    const judge = () => {
       verdict = setImmediate(() => reject(new Error(`no answer within ${ms} ms`)));
+    };
+    const due = performance.now() + ms;
+    timer = setTimeout(() => {
+      const late = performance.now() - due;
+      if (late > STALLED_MS) timer = setTimeout(judge, Math.min(late, ms));
+      else judge();
     }, ms);
   });
   return Promise.race([work, timeout]).finally(() => {

@@ -140,6 +140,20 @@ describe('a call bound from the moment it is made (callTimeoutMs: Redis)', () =>
     await expect(guard(() => redis.get('after-stall'))).resolves.toBeNull(); // the breaker stayed closed
   });
 
+  test('a call made just before the process stalled past the bound still gets its answer', async () => {
+    const guard = storeGuard('redis', 60_000, COMMAND_MS);
+    // Stalled before ioredis's own setImmediate has written the command: when the loop runs
+    // again, the bound's timer is due and the command not yet sent.
+    const { answer } = await new Promise<{ answer: Promise<string> }>((resolve) => setImmediate(() => {
+      const started = Date.now();
+      const call = guard(() => redis.ping());
+      while (Date.now() - started < COMMAND_MS + 150) { /* stalled */ }
+      resolve({ answer: call });
+    }));
+    await expect(answer).resolves.toBe('PONG');
+    await expect(guard(() => redis.get('after-stall'))).resolves.toBeNull();
+  });
+
   test('bound by the guard: one timeout from when it was made, a 503, and the breaker open', async () => {
     await sleep(500); // the previous test's commands have settled
     const guard = storeGuard('redis', 60_000, COMMAND_MS);
