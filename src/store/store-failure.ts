@@ -146,8 +146,10 @@ export function storeGuard(store: StoreName, pauseMs = HUNG_PAUSE_MS, callTimeou
   };
 }
 
-/** A bound's timer this late means the process itself was stalled, not the store. */
-const STALLED_MS = 50;
+/** A bound's timer later than this means the process itself was held up, not the store. */
+const LATE_MS = 5;
+/** The least a store is given again after such a stall. */
+const STALL_GRACE_MS = 50;
 
 /**
  * `work`, or a rejection once `ms` have passed without its answer: a wait on a store that may
@@ -160,8 +162,11 @@ const STALLED_MS = 50;
  *   while the answer waits in the socket: the verdict waits for the check phase that follows
  *   the loop's reading of its sockets.
  * - A call made just before the stall may not even have been sent (ioredis writes from a
- *   setImmediate of its own): when the timer fires `late` ms after its time, the store gets
- *   min(late, ms) more, measured from when the process ran again.
+ *   setImmediate of its own, or behind a pipeline whose answer waits in the socket): when the
+ *   timer fires `late` ms after its time, more than {@link LATE_MS}, the store gets that again
+ *   (at least {@link STALL_GRACE_MS}, at most one more bound), from when the process ran again.
+ * A stall of twice the bound after the command was written still reads as a timeout: the
+ * client's own timer (store/redis.ts) fires then, before the socket is read.
  *
  * @example await within(1000, db.ping());
  */
@@ -175,7 +180,7 @@ export function within<T>(ms: number, work: Promise<T>): Promise<T> {
     const due = performance.now() + ms;
     timer = setTimeout(() => {
       const late = performance.now() - due;
-      if (late > STALLED_MS) timer = setTimeout(judge, Math.min(late, ms));
+      if (late > LATE_MS) timer = setTimeout(judge, Math.min(Math.max(late, STALL_GRACE_MS), ms));
       else judge();
     }, ms);
   });

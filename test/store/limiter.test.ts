@@ -130,7 +130,7 @@ describe('limiters on a Redis that stops answering', () => {
     }
     expect(first.remaining).toBe(2); // counted in memory
     expect(first.ms).toBeGreaterThanOrEqual(COMMAND_TIMEOUT_MS - 10);
-    expect(first.ms).toBeLessThan(COMMAND_TIMEOUT_MS + 200);
+    expect(first.ms).toBeLessThan(2 * COMMAND_TIMEOUT_MS);
     expect(rest).toBeLessThan(COMMAND_TIMEOUT_MS / 2);
 
     // Once the pause is over, the next call probes Redis; it answers, and counts are its again.

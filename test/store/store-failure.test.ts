@@ -119,38 +119,44 @@ describe('a call bound from the moment it is made (callTimeoutMs: Redis)', () =>
     expect(ms).toBeGreaterThanOrEqual(2 * COMMAND_MS - 100);
   });
 
-  test('an answer that arrived while this process was stalled past the bound is an answer, not a timeout', async () => {
-    const guard = storeGuard('redis', 60_000, COMMAND_MS);
-    // The loop stalls right after the command is written (a starved CPU, a long collection, a
-    // large body parsed), past the guard's bound but not past the client's backstop (twice it),
-    // and Redis answers meanwhile. The stall is in a callback of the loop's check phase (as in
-    // one of its I/O callbacks), so its next turn runs its due timers, the bound's among them,
-    // before it reads the answer waiting in the socket.
-    const { answer } = await new Promise<{ answer: Promise<string> }>((resolve) => setImmediate(() => {
-      const started = Date.now();
+  /**
+   * Makes a guarded PING in a callback of the loop's check phase (as in one of its I/O
+   * callbacks), then holds the loop (a starved CPU, a long collection, a large body parsed)
+   * until `stallMs` after the call, starting right after the command is written (ioredis writes
+   * its auto-pipeline from a setImmediate of its own, queued just before ours) or, with
+   * `beforeWrite`, before it is. Redis answers meanwhile; the loop's next turn runs its due
+   * timers, the bound's among them, before it reads the answer waiting in the socket.
+   */
+  function pingThroughStall(guard: StoreGuard, stallMs: number, beforeWrite = false) {
+    return new Promise<{ answer: Promise<string> }>((resolve) => setImmediate(() => {
+      const started = performance.now();
       const call = guard(() => redis.ping());
-      // ioredis writes its auto-pipeline from a setImmediate of its own, queued just now: this
-      // one runs right after it.
-      setImmediate(() => {
-        while (Date.now() - started < COMMAND_MS + 150) { /* stalled */ }
+      const stall = () => {
+        while (performance.now() - started < stallMs) { /* stalled */ }
         resolve({ answer: call });
-      });
+      };
+      if (beforeWrite) stall();
+      else setImmediate(stall);
     }));
-    await expect(answer).resolves.toBe('PONG');
+  }
+
+  test('an answer waiting in the socket when the bound\'s timer fires is an answer, not a timeout', async () => {
+    const guard = storeGuard('redis', 60_000, COMMAND_MS);
+    // Just past the bound (the timer on time, give or take), then well past it (not past the
+    // client's backstop, twice the bound).
+    for (const stallMs of [COMMAND_MS + 2, COMMAND_MS + 150]) {
+      const { answer } = await pingThroughStall(guard, stallMs);
+      await expect(answer).resolves.toBe('PONG');
+    }
     await expect(guard(() => redis.get('after-stall'))).resolves.toBeNull(); // the breaker stayed closed
   });
 
   test('a call made just before the process stalled past the bound still gets its answer', async () => {
     const guard = storeGuard('redis', 60_000, COMMAND_MS);
-    // Stalled before ioredis's own setImmediate has written the command: when the loop runs
-    // again, the bound's timer is due and the command not yet sent.
-    const { answer } = await new Promise<{ answer: Promise<string> }>((resolve) => setImmediate(() => {
-      const started = Date.now();
-      const call = guard(() => redis.ping());
-      while (Date.now() - started < COMMAND_MS + 150) { /* stalled */ }
-      resolve({ answer: call });
-    }));
-    await expect(answer).resolves.toBe('PONG');
+    for (const stallMs of [COMMAND_MS + 20, COMMAND_MS + 150]) {
+      const { answer } = await pingThroughStall(guard, stallMs, true);
+      await expect(answer).resolves.toBe('PONG');
+    }
     await expect(guard(() => redis.get('after-stall'))).resolves.toBeNull();
   });
 
@@ -158,7 +164,7 @@ describe('a call bound from the moment it is made (callTimeoutMs: Redis)', () =>
     await sleep(500); // the previous test's commands have settled
     const guard = storeGuard('redis', 60_000, COMMAND_MS);
     const { ms, error } = await queuedBehindHung(guard);
-    expect(ms).toBeLessThan(COMMAND_MS + 150);
+    expect(ms).toBeLessThan(2 * COMMAND_MS); // not the double wait (≥ 3 × COMMAND_MS, the client's timer being a backstop at twice it)
     expect(error).toBeInstanceOf(StoreUnavailableError);
     let called = false;
     await expect(guard(() => { called = true; return redis.get('third'); })).rejects.toBeInstanceOf(StoreUnavailableError);
