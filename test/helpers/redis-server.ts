@@ -6,7 +6,7 @@
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { Redis } from 'ioredis';
+import net from 'node:net';
 import { freePort } from './services.js';
 
 export interface RedisServer {
@@ -21,17 +21,21 @@ export interface RedisServer {
   stop(): Promise<void>;
 }
 
-async function answers(url: string): Promise<boolean> {
-  const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  probe.on('error', () => {});
-  try {
-    await probe.connect();
-    return (await probe.ping()) === 'PONG';
-  } catch {
-    return false;
-  } finally {
-    probe.disconnect();
-  }
+/**
+ * Whether a Redis answers PING on `port`, over a bare socket: an ioredis probe that failed to
+ * connect left a 2 s timer of its own behind (its disconnect waits for a close that had already
+ * happened), which kept the test worker alive after the suite.
+ */
+function answers(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    const done = (answered: boolean) => { socket.destroy(); resolve(answered); };
+    socket.setTimeout(1000, () => done(false));
+    socket.once('connect', () => socket.write('PING\r\n'));
+    socket.once('data', (data) => done(data.toString('latin1').startsWith('+PONG')));
+    socket.once('error', () => done(false));
+    socket.once('close', () => done(false));
+  });
 }
 
 export async function startRedisServer(): Promise<RedisServer> {
@@ -41,8 +45,8 @@ export async function startRedisServer(): Promise<RedisServer> {
 
   const start = async () => {
     child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-    for (let i = 0; i < 100 && !(await answers(url)); i += 1) await new Promise((resolve) => setTimeout(resolve, 100));
-    if (!(await answers(url))) throw new Error(`redis-server did not start on port ${port}`);
+    for (let i = 0; i < 100 && !(await answers(port)); i += 1) await new Promise((resolve) => setTimeout(resolve, 100));
+    if (!(await answers(port))) throw new Error(`redis-server did not start on port ${port}`);
   };
   const kill = async () => {
     const running = child;

@@ -26,12 +26,18 @@ describe('database.close() with a hung server', () => {
     });
     // Idle pooled connections, a transaction holding one between statements, and a statement that runs on.
     await Promise.all(Array.from({ length: 3 }, () => db.ping()));
-    let inTransaction!: () => void;
+    let inTransaction: (() => void) | undefined;
+    let entered!: () => void;
+    const inside = new Promise<void>((resolve) => { entered = resolve; });
     const transaction = db.prisma.$transaction(async (tx) => {
       await tx.$queryRaw`SELECT 1`;
-      await new Promise<void>((resolve) => { inTransaction = resolve; });
-    }, { timeout: 60_000 }).catch(() => 'ended');
+      await new Promise<void>((resolve) => { inTransaction = resolve; entered(); });
+    }, { timeout: 60_000, maxWait: 20_000 }).catch(() => 'ended');
     const running = db.prisma.$queryRaw`SELECT pg_sleep(30)`.catch(() => 'ended');
+    // The transaction holds its connection between statements (waited for, not guessed: on a
+    // loaded machine 300 ms were not always enough), and the long statement is under way.
+    await Promise.race([inside, transaction]);
+    expect(inTransaction).toBeDefined();
     await new Promise((resolve) => setTimeout(resolve, 300));
 
     postgres.pause();
@@ -39,9 +45,11 @@ describe('database.close() with a hung server', () => {
     await db.close();
     const took = Date.now() - started;
     expect(took).toBeLessThan(CONNECT_MS + 1000);
-    inTransaction();
+    inTransaction?.();
     postgres.resume();
-    expect(await Promise.race([Promise.all([transaction, running]), new Promise((resolve) => setTimeout(() => resolve('still running'), 5000))]))
-      .not.toBe('still running');
+    let timer: NodeJS.Timeout | undefined;
+    const outcome = await Promise.race([Promise.all([transaction, running]), new Promise((resolve) => { timer = setTimeout(() => resolve('still running'), 5000); })]);
+    clearTimeout(timer); // or its 5 s keep the worker alive after the suite
+    expect(outcome).not.toBe('still running');
   }, 30_000);
 });
