@@ -122,20 +122,20 @@ export function startCleanup(
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
   let stopped = false;
+  const steps = [
+    () => deleteExpired(prisma, options),
+    () => deleteOldDeliveries(prisma, options),
+    () => deleteRetiredEndpoints(prisma, options),
+    () => deleteOldAuditEvents(prisma, { ...options, days: options.auditRetentionDays }),
+  ];
+  // Each step on its own: one that fails (a statement timeout, say) never starves the others.
+  const pass = async () => {
+    for (const step of steps) await step().catch(log);
+  };
 
   const schedule = () => {
     if (stopped) return;
     timer = setTimeout(() => {
-      // Each step on its own: one that fails (a statement timeout, say) never starves the others.
-      const steps = [
-        () => deleteExpired(prisma, options),
-        () => deleteOldDeliveries(prisma, options),
-        () => deleteRetiredEndpoints(prisma, options),
-        () => deleteOldAuditEvents(prisma, { ...options, days: options.auditRetentionDays }),
-      ];
-      const pass = async () => {
-        for (const step of steps) await step().catch(log);
-      };
       running = pass().finally(() => {
         running = undefined;
         schedule();
