@@ -7,6 +7,9 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import net from 'node:net';
+import { afterAll, beforeAll } from '@jest/globals';
+import type { Redis } from 'ioredis';
+import { connectRedis } from '../../src/store/redis.js';
 import { freePort } from './services.js';
 
 export interface RedisServer {
@@ -67,4 +70,25 @@ export async function startRedisServer(): Promise<RedisServer> {
     resume: () => { child?.kill('SIGCONT'); },
     stop: kill,
   };
+}
+
+/**
+ * A private redis-server and the service's own client on it (`connectRedis`, each call bound at
+ * `commandMs`), for the describe block that calls this: registers its beforeAll/afterAll; read
+ * the fields inside tests.
+ *
+ * @example const stores = privateRedis(300); test('…', () => { stores.server.pause(); … stores.redis.get('k') … });
+ */
+export function privateRedis(commandMs: number): { server: RedisServer; redis: Redis } {
+  const stores = {} as { server: RedisServer; redis: Redis };
+  beforeAll(async () => {
+    stores.server = await startRedisServer();
+    stores.redis = await connectRedis(stores.server.url, { redisCommandMs: commandMs, redisConnectMs: 2000 });
+  }, 30_000);
+  afterAll(async () => {
+    stores.redis?.disconnect();
+    stores.server?.resume();
+    await stores.server?.stop();
+  });
+  return stores;
 }

@@ -8,10 +8,8 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { Redis } from 'ioredis';
 import { createLimiterFactory } from '../../src/store/limiter.js';
 import type { LimiterFactory } from '../../src/store/limiter.js';
-import { connectRedis } from '../../src/store/redis.js';
 import { storeGuard } from '../../src/store/store-failure.js';
-import { startRedisServer } from '../helpers/redis-server.js';
-import type { RedisServer } from '../helpers/redis-server.js';
+import { privateRedis } from '../helpers/redis-server.js';
 import { deleteRedisKeys, REDIS_URL, testRedisPrefix } from '../helpers/services.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -91,23 +89,13 @@ describe('limiters on a Redis that stops answering', () => {
   const COMMAND_TIMEOUT_MS = 300;
   /** The breaker's pause here (the app's is HUNG_PAUSE_MS). */
   const PAUSE_MS = 200;
-  let server: RedisServer;
-  let redis: Redis;
-  beforeAll(async () => {
-    server = await startRedisServer();
-    redis = await connectRedis(server.url, { redisCommandMs: COMMAND_TIMEOUT_MS, redisConnectMs: 2000 });
-  }, 30_000);
-  afterAll(async () => {
-    redis?.disconnect();
-    server?.resume();
-    await server?.stop();
-  });
+  const stores = privateRedis(COMMAND_TIMEOUT_MS);
 
   test('wait one command timeout, then count in memory at once (limits holding) until Redis answers a probe', async () => {
-    const limiter = createLimiterFactory({ redis, keyPrefix: 'p:', guard: storeGuard('redis', PAUSE_MS, COMMAND_TIMEOUT_MS) });
+    const limiter = createLimiterFactory({ redis: stores.redis, keyPrefix: 'p:', guard: storeGuard('redis', PAUSE_MS, COMMAND_TIMEOUT_MS) });
     const perAddress = limiter('address', 3, 60);
     const perPair = limiter('pair', 3, 60);
-    server.pause();
+    stores.server.pause();
     let first: { ms: number; remaining: number };
     let rest: number;
     try {
@@ -126,7 +114,7 @@ describe('limiters on a Redis that stops answering', () => {
       expect((await perPair.consume('k')).exceeded).toBe(false);
       rest = Date.now() - after;
     } finally {
-      server.resume();
+      stores.server.resume();
     }
     expect(first.remaining).toBe(2); // counted in memory
     expect(first.ms).toBeGreaterThanOrEqual(COMMAND_TIMEOUT_MS - 10);
@@ -136,6 +124,6 @@ describe('limiters on a Redis that stops answering', () => {
     // Once the pause is over, the next call probes Redis; it answers, and counts are its again.
     await sleep(PAUSE_MS + 50);
     expect((await perAddress.consume('back')).remaining).toBe(2);
-    expect(await redis.get('p:address:back')).toBe('1');
+    expect(await stores.redis.get('p:address:back')).toBe('1');
   });
 });

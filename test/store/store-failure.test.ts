@@ -3,14 +3,11 @@
  * hung store from costing every request its full timeout. The errors here are the ones the
  * drivers raise (the fault tests in test/http/store-faults.test.ts raise them for real).
  */
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import type { Redis } from 'ioredis';
+import { describe, expect, test } from '@jest/globals';
 import { StoreUnavailableError } from '../../src/errors.js';
-import { connectRedis } from '../../src/store/redis.js';
 import { HUNG_PAUSE_MS, isStoreFailure, storeGuard } from '../../src/store/store-failure.js';
 import type { StoreGuard } from '../../src/store/store-failure.js';
-import { startRedisServer } from '../helpers/redis-server.js';
-import type { RedisServer } from '../helpers/redis-server.js';
+import { privateRedis } from '../helpers/redis-server.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const withCode = (message: string, code: string) => Object.assign(new Error(message), { code });
@@ -86,31 +83,21 @@ describe('storeGuard', () => {
 
 describe('a call bound from the moment it is made (callTimeoutMs: Redis)', () => {
   const COMMAND_MS = 300;
-  let server: RedisServer;
-  let redis: Redis;
-  beforeAll(async () => {
-    server = await startRedisServer();
-    redis = await connectRedis(server.url, { redisCommandMs: COMMAND_MS, redisConnectMs: 2000 });
-  }, 30_000);
-  afterAll(async () => {
-    redis?.disconnect();
-    server?.resume();
-    await server?.stop();
-  });
+  const stores = privateRedis(COMMAND_MS);
 
   /** A command queued while an earlier auto-pipeline waits on a hung Redis: how long its caller waits. */
   async function queuedBehindHung(guard: StoreGuard) {
-    server.pause();
+    stores.server.pause();
     try {
-      const first = guard(() => redis.get('first')).catch((error: unknown) => error);
+      const first = guard(() => stores.redis.get('first')).catch((error: unknown) => error);
       await sleep(50); // the first pipeline is written; ioredis holds the next until it answers
       const started = Date.now();
-      const error = await guard(() => redis.get('second')).catch((caught: unknown) => caught);
+      const error = await guard(() => stores.redis.get('second')).catch((caught: unknown) => caught);
       const ms = Date.now() - started;
       await first;
       return { ms, error };
     } finally {
-      server.resume();
+      stores.server.resume();
     }
   }
 
@@ -130,7 +117,7 @@ describe('a call bound from the moment it is made (callTimeoutMs: Redis)', () =>
   function pingThroughStall(guard: StoreGuard, stallMs: number, beforeWrite = false) {
     return new Promise<{ answer: Promise<string> }>((resolve) => setImmediate(() => {
       const started = performance.now();
-      const call = guard(() => redis.ping());
+      const call = guard(() => stores.redis.ping());
       const stall = () => {
         while (performance.now() - started < stallMs) { /* stalled */ }
         resolve({ answer: call });
@@ -148,7 +135,7 @@ describe('a call bound from the moment it is made (callTimeoutMs: Redis)', () =>
       const { answer } = await pingThroughStall(guard, stallMs);
       await expect(answer).resolves.toBe('PONG');
     }
-    await expect(guard(() => redis.get('after-stall'))).resolves.toBeNull(); // the breaker stayed closed
+    await expect(guard(() => stores.redis.get('after-stall'))).resolves.toBeNull(); // the breaker stayed closed
   });
 
   test('a call made just before the process stalled past the bound still gets its answer', async () => {
@@ -157,7 +144,7 @@ describe('a call bound from the moment it is made (callTimeoutMs: Redis)', () =>
       const { answer } = await pingThroughStall(guard, stallMs, true);
       await expect(answer).resolves.toBe('PONG');
     }
-    await expect(guard(() => redis.get('after-stall'))).resolves.toBeNull();
+    await expect(guard(() => stores.redis.get('after-stall'))).resolves.toBeNull();
   });
 
   test('bound by the guard: one timeout from when it was made, a 503, and the breaker open', async () => {
@@ -167,7 +154,7 @@ describe('a call bound from the moment it is made (callTimeoutMs: Redis)', () =>
     expect(ms).toBeLessThan(2 * COMMAND_MS); // not the double wait (≥ 3 × COMMAND_MS, the client's timer being a backstop at twice it)
     expect(error).toBeInstanceOf(StoreUnavailableError);
     let called = false;
-    await expect(guard(() => { called = true; return redis.get('third'); })).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(guard(() => { called = true; return stores.redis.get('third'); })).rejects.toBeInstanceOf(StoreUnavailableError);
     expect(called).toBe(false);
   });
 });
