@@ -107,6 +107,8 @@ async function measure(target, rowId, { server = target.server, counters = targe
   if (errors) notes.push(`${errors} connection errors or timeouts`);
   if (runs.some((run) => run.exhausted)) notes.push(`ran out of fresh inputs after ${runs.map((run) => fmt(run.seconds, 1)).join(', ')} s`);
   if (row.perFlow) notes.push(`costs per flow (${fmt(runs.reduce((sum, run) => sum + run.httpRequests, 0) / requests, 1)} HTTP requests each)`);
+  // The flow driver is Node, on the same cores as the service: its own CPU is part of the picture.
+  if (runs.every((run) => run.driverCpuUs !== undefined)) notes.push(`driver ${fmt(runs.reduce((sum, run) => sum + run.driverCpuUs, 0) / requests / 1000, 1)} ms CPU a flow`);
   log(`${target.label} ${title}: ${fmt(median(runs.map((run) => run.perSecond)))}/s ${notes.join('; ')}`);
   return {
     target: target.label,

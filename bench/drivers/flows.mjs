@@ -2,7 +2,8 @@
  * Load driver for fresh login flows: `concurrency` browsers at once, each flow a new browser
  * (no cookies): authorize → login page → login post (argon2id) → consent if asked → the code
  * redirect. Spec (argv[2], JSON): { url, client, user, seconds, concurrency }
- * → { requests (flows), served, perSecond, p50, p99, seconds, statuses, httpRequests }.
+ * → { requests (flows), served, perSecond, p50, p99, seconds, statuses, httpRequests, driverCpuUs }
+ * (driverCpuUs: this process's own CPU time over the run, which the service's cores also carry).
  */
 import { Browser } from '../lib/browser.mjs';
 import { percentile } from '../lib/stats.mjs';
@@ -12,6 +13,7 @@ const latencies = [];
 let failures = 0;
 let httpRequests = 0;
 const began = Date.now();
+const cpuBefore = process.cpuUsage();
 const deadline = began + spec.seconds * 1000;
 await Promise.all(Array.from({ length: spec.concurrency }, async () => {
   while (Date.now() < deadline) {
@@ -29,6 +31,7 @@ await Promise.all(Array.from({ length: spec.concurrency }, async () => {
   }
 }));
 const seconds = (Date.now() - began) / 1000;
+const cpu = process.cpuUsage(cpuBefore);
 console.log(JSON.stringify({
   requests: latencies.length + failures,
   served: latencies.length,
@@ -38,4 +41,5 @@ console.log(JSON.stringify({
   seconds,
   statuses: { ok: latencies.length, failed: failures },
   httpRequests,
+  driverCpuUs: cpu.user + cpu.system,
 }));

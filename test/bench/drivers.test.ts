@@ -99,3 +99,56 @@ describe.each(DRIVERS)('bench driver %s', (driver) => {
     for (const token of sent.filter((t) => t.length > 1)) expect(sent).toContain(token.slice(0, -2));
   }, 30_000);
 });
+
+describe('bench driver flows (fresh login flows)', () => {
+  let site: http.Server;
+  let base: string;
+  const seen: string[] = [];
+
+  beforeAll(async () => {
+    // A flow in miniature: authorize → the login page (its cookie scoped to the page's path)
+    // → the login post → the code redirect to the client, off the site.
+    site = http.createServer((req, res) => {
+      let body = '';
+      req.setEncoding('utf8').on('data', (chunk) => { body += chunk; }).on('end', () => {
+        const cookie = req.headers.cookie ?? '';
+        seen.push(`${req.method} ${req.url} [${cookie}]`);
+        if (req.method === 'GET' && req.url?.startsWith('/api/authorize.php?')) {
+          res.writeHead(303, { location: '/interaction/u1', 'set-cookie': '_interaction=u1; path=/interaction/u1; httponly' });
+          return res.end();
+        }
+        if (req.method === 'GET' && req.url === '/interaction/u1' && cookie === '_interaction=u1') {
+          res.writeHead(200, { 'content-type': 'text/html' });
+          return res.end('<form action="/interaction/u1/login" method="post"><input type="hidden" name="_csrf" value="t1"></form>');
+        }
+        const form = new URLSearchParams(body);
+        if (req.method === 'POST' && req.url === '/interaction/u1/login' && cookie === '_interaction=u1'
+          && form.get('_csrf') === 't1' && form.get('username') === 'u' && form.get('password') === 'p') {
+          res.writeHead(303, { location: 'http://127.0.0.1:9/callback?code=c1' });
+          return res.end();
+        }
+        res.writeHead(400);
+        res.end('unexpected');
+      });
+    });
+    await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
+  });
+
+  afterAll(async () => {
+    site.closeAllConnections(); // the driver's kept-alive connections
+    await new Promise((resolve) => site.close(resolve));
+  });
+
+  test('walks each flow with its own cookies to the code, and reports its own CPU time', async () => {
+    const result = await runDriver('flows', {
+      url: base, client: { client_id: 'c', redirect_uri: 'http://127.0.0.1:9/callback' }, user: { username: 'u', password: 'p' }, seconds: 1, concurrency: 2,
+    });
+    expect(result.statuses).toEqual({ ok: result.served, failed: 0 });
+    expect(result.served).toBeGreaterThan(5);
+    expect(result.httpRequests).toBe(3 * result.served);
+    expect(result.driverCpuUs).toBeGreaterThan(0);
+    // A new browser each flow: its first request carries no cookie.
+    expect(seen.filter((line) => line.startsWith('GET /api/authorize.php?')).every((line) => line.endsWith('[]'))).toBe(true);
+  }, 30_000);
+});
