@@ -13,6 +13,9 @@ import http from 'node:http';
  */
 const agent = new http.Agent({ keepAlive: true });
 
+/** A request the service leaves unanswered this long fails its flow instead of hanging the bench. */
+const REQUEST_TIMEOUT_MS = 30_000;
+
 function send(url, { method, headers, body }) {
   return new Promise((resolve, reject) => {
     const req = http.request(url, { method, headers, agent }, (res) => {
@@ -22,6 +25,7 @@ function send(url, { method, headers, body }) {
       res.on('error', reject);
     });
     req.on('error', reject);
+    req.setTimeout(REQUEST_TIMEOUT_MS, () => req.destroy(new Error(`no answer from ${url.pathname} within ${REQUEST_TIMEOUT_MS} ms`)));
     req.end(body);
   });
 }

@@ -104,10 +104,12 @@ describe('bench driver flows (fresh login flows)', () => {
   let site: http.Server;
   let base: string;
   const seen: string[] = [];
+  let connections = 0;
 
   beforeAll(async () => {
     // A flow in miniature: authorize → the login page (its cookie scoped to the page's path)
-    // → the login post → the code redirect to the client, off the site.
+    // → the login post (which sets a site-wide cookie, as a session does) → the code redirect to
+    // the client, off the site.
     site = http.createServer((req, res) => {
       let body = '';
       req.setEncoding('utf8').on('data', (chunk) => { body += chunk; }).on('end', () => {
@@ -124,13 +126,14 @@ describe('bench driver flows (fresh login flows)', () => {
         const form = new URLSearchParams(body);
         if (req.method === 'POST' && req.url === '/interaction/u1/login' && cookie === '_interaction=u1'
           && form.get('_csrf') === 't1' && form.get('username') === 'u' && form.get('password') === 'p') {
-          res.writeHead(303, { location: 'http://127.0.0.1:9/callback?code=c1' });
+          res.writeHead(303, { location: 'http://127.0.0.1:9/callback?code=c1', 'set-cookie': '_session=s1; path=/; httponly' });
           return res.end();
         }
         res.writeHead(400);
         res.end('unexpected');
       });
     });
+    site.on('connection', () => { connections += 1; });
     await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
     base = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
   });
@@ -148,7 +151,9 @@ describe('bench driver flows (fresh login flows)', () => {
     expect(result.served).toBeGreaterThan(5);
     expect(result.httpRequests).toBe(3 * result.served);
     expect(result.driverCpuUs).toBeGreaterThan(0);
-    // A new browser each flow: its first request carries no cookie.
+    // A new browser each flow: its first request carries no cookie, not even the last flow's session.
     expect(seen.filter((line) => line.startsWith('GET /api/authorize.php?')).every((line) => line.endsWith('[]'))).toBe(true);
+    // Connections are kept alive across requests and flows (two flows at a time).
+    expect(connections).toBeLessThan(result.httpRequests! / 4);
   }, 30_000);
 });
