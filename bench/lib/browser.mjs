@@ -5,69 +5,27 @@
  *
  * @example const { code } = await new Browser(base).authorize(client, user);
  */
-import http from 'node:http';
-
-/**
- * Node's own HTTP client on kept-alive connections: a third of the CPU `fetch` (undici) spends
- * a request, and the load driver shares the machine's cores with the service it measures.
- */
-const agent = new http.Agent({ keepAlive: true });
-
-/** A request the service leaves unanswered this long fails its flow instead of hanging the bench. */
-const REQUEST_TIMEOUT_MS = 30_000;
-
-function send(url, { method, headers, body }) {
-  return new Promise((resolve, reject) => {
-    const req = http.request(url, { method, headers, agent }, (res) => {
-      const chunks = [];
-      res.on('data', (chunk) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.setTimeout(REQUEST_TIMEOUT_MS, () => req.destroy(new Error(`no answer from ${url.pathname} within ${REQUEST_TIMEOUT_MS} ms`)));
-    req.end(body);
-  });
-}
+// The soak's flow client (scripts/lib/flow-client.mjs): Node's own HTTP client on kept-alive
+// connections, with a bound (a third of the CPU `fetch` spends, on the cores the load driver
+// shares with the service), and its cookie jar.
+import { Jar, request as send } from '../../scripts/lib/flow-client.mjs';
 
 export class Browser {
   constructor(baseUrl) {
     this.baseUrl = baseUrl;
-    this.cookies = [];
-  }
-
-  cookieHeader(url) {
-    return this.cookies
-      .filter((c) => c.path === '/' || url.pathname === c.path || url.pathname.startsWith(c.path.endsWith('/') ? c.path : `${c.path}/`))
-      .map((c) => `${c.name}=${c.value}`)
-      .join('; ');
+    this.jar = new Jar();
   }
 
   /** The cookies a request to `target` carries (for a load driver that replays a session). */
   cookiesFor(target) {
-    return this.cookieHeader(new URL(target, this.baseUrl));
-  }
-
-  /** Keeps the cookies of `setCookie` (the response's Set-Cookie lines), honouring their paths. */
-  store(url, setCookie = []) {
-    for (const line of setCookie) {
-      const [pair, ...attributes] = line.split(';').map((part) => part.trim());
-      const eq = pair.indexOf('=');
-      const name = pair.slice(0, eq);
-      const value = pair.slice(eq + 1);
-      const pathAttr = attributes.find((a) => a.toLowerCase().startsWith('path='));
-      const cookiePath = pathAttr ? pathAttr.slice(5) : url.pathname.replace(/\/[^/]*$/, '') || '/';
-      const expired = value === '' || attributes.some((a) => /^expires=thu, 01 jan 1970/i.test(a));
-      this.cookies = this.cookies.filter((c) => !(c.name === name && c.path === cookiePath));
-      if (!expired) this.cookies.push({ name, value, path: cookiePath });
-    }
+    return this.jar.header(new URL(target, this.baseUrl));
   }
 
   /** One request, no redirect following. */
   async request(target, { method, form } = {}) {
     const url = new URL(target, this.baseUrl);
     const headers = { accept: 'text/html' };
-    const cookie = this.cookieHeader(url);
+    const cookie = this.jar.header(url);
     if (cookie) headers.cookie = cookie;
     let body;
     if (form) {
@@ -75,7 +33,7 @@ export class Browser {
       body = new URLSearchParams(form).toString();
     }
     const res = await send(url, { method: method ?? (body ? 'POST' : 'GET'), headers, body });
-    this.store(url, res.headers['set-cookie']);
+    this.jar.store(url, res.headers['set-cookie']);
     const { location } = res.headers;
     return { status: res.status, location: location ? new URL(location, url).toString() : undefined, body: res.body };
   }
