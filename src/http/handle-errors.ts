@@ -65,6 +65,9 @@ export function handleErrors(respond: ErrorResponder, log: (error: unknown, ctx:
         body: { error: 'server_error', error_description: 'the service could not complete the request' },
         status: 500,
       };
+      // What failed may have set a redirect before it did (the provider saves the session after
+      // the authorization endpoint answered): an error answer leads nowhere (RFC 9110 §10.2.2).
+      ctx.remove('Location');
       respond(ctx, body, status);
     }
     // RFC 9110 §10.2.3: a 503 says when to come back (the provider's own answers included).

@@ -8,8 +8,9 @@ import querystring from 'node:querystring';
 import type { Context, Middleware, Next } from 'koa';
 import { basicCredentials } from '../clients/client-auth.js';
 import { isWellFormedClientId } from '../clients/secret.js';
-import { ServiceError } from '../errors.js';
+import { ServiceError, StoreUnavailableError } from '../errors.js';
 import type { ErrorBody, ErrorResponder } from '../errors.js';
+import { asUnavailable } from '../store/store-failure.js';
 import { ROUTES } from './routes.js';
 
 /** The provider's own body limit (lib/shared/selective_body.js). */
@@ -59,7 +60,11 @@ async function authorize(ctx: Context, next: Next, deps: GlueDependencies) {
     const scopes = new Set((scope ?? '').split(' ').filter(Boolean));
     if (!scopes.has('openid')) ctx.query = { ...ctx.query, scope: ['openid', ...scopes].join(' ') };
   }
-  await next();
+  try {
+    await next();
+  } catch (error) {
+    redirectUnavailable(ctx, redirectUri, asUnavailable(undefined, error));
+  }
   if (ctx.status !== 303) return;
   const answered = ctx.response.get('Location');
   let location = answered;
@@ -69,6 +74,36 @@ async function authorize(ctx: Context, next: Next, deps: GlueDependencies) {
   }
   location = described(location);
   if (location !== answered) ctx.redirect(location); // Location and the body's link alike
+}
+
+/**
+ * Issue 10 / RFC 6749 §4.1.2.1: a store that fails once the provider has redirected to the client
+ * (it persists the session after its authorization error handler has answered, so a session
+ * write that fails escapes that handler) sends `temporarily_unavailable` back to the client too:
+ * the provider had already trusted the client and this redirect_uri. Anything else is rethrown
+ * (a 503 page, or the error it is).
+ */
+function redirectUnavailable(ctx: Context, redirectUri: unknown, error: unknown): void {
+  const answered = ctx.status === 303 ? ctx.response.get('Location') : '';
+  if (!(error instanceof StoreUnavailableError) || typeof redirectUri !== 'string' || answered === '') throw error;
+  let to: URL;
+  let from: URL;
+  try {
+    [to, from] = [new URL(redirectUri), new URL(answered)];
+  } catch {
+    throw error; // the provider redirected to its login page, not to the client
+  }
+  if (`${from.origin}${from.pathname}` !== `${to.origin}${to.pathname}`) throw error;
+  const inFragment = from.hash.length > 1; // where the provider answered (response_mode=fragment)
+  const iss = (inFragment ? new URLSearchParams(from.hash.slice(1)) : from.searchParams).get('iss');
+  const params = inFragment ? new URLSearchParams() : to.searchParams;
+  params.set('error', error.error);
+  params.set('error_description', error.error_description!);
+  if (typeof ctx.query.state === 'string') params.set('state', ctx.query.state);
+  if (iss !== null) params.set('iss', iss);
+  if (inFragment) to.hash = params.toString();
+  ctx.redirect(to.href);
+  ctx.status = 303;
 }
 
 /** Errors the provider sends back to the client without an `error_description` (README "Errors": every error has one). */

@@ -29,6 +29,15 @@ const PRISMA_CODES = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024']);
 /** Messages of node-postgres, pg-pool, ioredis, Prisma's transaction manager and rate-limiter-flexible for a store that does not answer. */
 const MESSAGES = /^(no answer within|Redis connection is not ready|Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Connection is closed|Command timed out|Stream isn't writeable|Reached the max retries per request limit|Transaction API error: Unable to start a transaction in the given time|Cannot use a pool after calling end on the pool|Client was closed and is not queryable)/;
 
+/**
+ * Redis refusing to serve, in the error replies it answers instead (ioredis `ReplyError`): still
+ * loading its data, busy with a script, out of memory (`maxmemory` with no eviction), a read-only
+ * replica, a replica without its primary, refusing writes after a failed save, too few replicas,
+ * a cluster slot moving or down. The store is there but cannot serve: 503, as when it is down.
+ * @see https://redis.io/docs/latest/develop/reference/protocol-spec/#simple-errors
+ */
+const REDIS_REFUSALS = /^(LOADING|BUSY|OOM|READONLY|MASTERDOWN|MISCONF|NOREPLICAS|TRYAGAIN|CLUSTERDOWN)\b/;
+
 /** What the store clients' errors (node-postgres, Prisma, ioredis) may carry; all of it unchecked. */
 export interface Shape {
   name?: unknown;
@@ -37,6 +46,8 @@ export interface Shape {
   originalCode?: unknown;
   message?: unknown;
   cause?: unknown;
+  /** ioredis: the replies that made Redis discard a MULTI (`EXECABORT`). */
+  previousErrors?: unknown;
   meta?: { driverAdapterError?: unknown };
 }
 
@@ -46,10 +57,11 @@ function failureHere(error: Shape): boolean {
   if (typeof error.kind === 'string' && ADAPTER_KINDS.has(error.kind)) return true;
   if (error.kind === 'postgres' && typeof error.code === 'string' && SQLSTATE.test(error.code)) return true;
   if (error.name === 'PrismaClientInitializationError' || error.name === 'MaxRetriesPerRequestError') return true;
+  if (error.name === 'ReplyError' && typeof error.message === 'string' && REDIS_REFUSALS.test(error.message)) return true;
   return typeof error.message === 'string' && MESSAGES.test(error.message);
 }
 
-/** `error` and what it wraps (its `cause`, Prisma's `meta.driverAdapterError`), outermost first. */
+/** `error` and what it wraps (its `cause`, Prisma's `meta.driverAdapterError`, a discarded MULTI's replies), outermost first. */
 export function* errorChain(error: unknown): Generator<Shape> {
   const seen = new Set<unknown>();
   const queue: unknown[] = [error];
@@ -59,7 +71,7 @@ export function* errorChain(error: unknown): Generator<Shape> {
     seen.add(next);
     const shape = next as Shape;
     yield shape;
-    queue.push(shape.cause, shape.meta?.driverAdapterError);
+    queue.push(shape.cause, shape.meta?.driverAdapterError, ...(Array.isArray(shape.previousErrors) ? shape.previousErrors : []));
   }
 }
 

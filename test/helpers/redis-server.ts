@@ -4,7 +4,7 @@
  *
  * @example const redis = await startRedisServer(); await redis.kill(); await redis.restart(); await redis.stop();
  */
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import { afterAll, beforeAll } from '@jest/globals';
@@ -21,6 +21,8 @@ export interface RedisServer {
   /** SIGSTOP / SIGCONT: connections stay open but nothing answers. */
   pause(): void;
   resume(): void;
+  /** Out of memory (`maxmemory` 1 byte, no eviction): Redis answers, but every write is refused with an `OOM` reply; reads and PING still served. */
+  refuseWrites(refuse: boolean): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -68,6 +70,13 @@ export async function startRedisServer(): Promise<RedisServer> {
     restart: start,
     pause: () => { child?.kill('SIGSTOP'); },
     resume: () => { child?.kill('SIGCONT'); },
+    refuseWrites: async (refuse) => {
+      const config = (...args: string[]) => new Promise<void>((resolve, reject) => {
+        execFile('redis-cli', ['-p', String(port), 'CONFIG', 'SET', ...args], (error) => (error ? reject(error) : resolve()));
+      });
+      await config('maxmemory-policy', 'noeviction');
+      await config('maxmemory', refuse ? '1' : '0');
+    },
     stop: kill,
   };
 }

@@ -1,12 +1,13 @@
 /**
- * A store that is down or hung never hangs the service and never answers 500: each path answers
+ * A store that is down, hung or refusing never hangs the service and never answers 500: each path answers
  * what it can without that store, and otherwise 503 `temporarily_unavailable` with Retry-After
  * (a readable page in the browser), or at the authorization endpoint the error sent back to the
  * client (RFC 6749 §4.1.2.1), having waited one timeout at most; health answers within 2 s; and
  * once the store is back every path works again without a restart. README "Failure behaviour".
  *
  * The app runs on a private redis-server and a private Postgres cluster, which the test stops
- * (SIGKILL), pauses (SIGSTOP: a hung host) and brings back — never the machine's shared ones.
+ * (SIGKILL), pauses (SIGSTOP: a hung host), fills (Redis out of memory: it answers, refusing
+ * writes) and brings back — never the machine's shared ones.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { APPLICATIONS_PATH } from '../helpers/applications-page.js';
@@ -204,6 +205,14 @@ describe('stores down or hung: bounded, clean answers, then recovery', () => {
       'applications sign-in POST', 'applications page (login session)', 'settings sign-in POST']),
   };
   /**
+   * A Redis out of memory answers reads and refuses writes: the paths that write a session or an
+   * interaction (or its result) give the clean 503; those that only read one keep working, as do
+   * health (Redis answers its PING) and the rate limits (the insurance limiter counts meanwhile).
+   */
+  const NEEDS_REDIS_WRITES: ReadonlySet<string> = new Set(['login POST', 'consent', 'silent authorize', 'new authorize']);
+  /** API paths answer JSON (the spec's error body); the others are pages a browser shows. */
+  const API_PATHS: ReadonlySet<string> = new Set(['token exchange', 'refresh', 'userinfo', 'revoke', 'introspect', 'register', 'webhooks API']);
+  /**
    * RFC 6749 §4.1.2.1: where the client and its redirect_uri are already trusted (Postgres up),
    * the authorization endpoint sends the error back to the client. With Postgres down the client
    * cannot be looked up: the 503 page (README "Failure behaviour").
@@ -224,7 +233,8 @@ describe('stores down or hung: bounded, clean answers, then recovery', () => {
   function expectUnavailable(path: string, answer: Answer) {
     expect({ path, status: answer.status }).toEqual({ path, status: 503 });
     expect(Number(answer.retryAfter)).toBeGreaterThanOrEqual(1);
-    if (answer.type.startsWith('application/json')) {
+    if (API_PATHS.has(path)) {
+      expect({ path, type: answer.type }).toEqual({ path, type: expect.stringMatching(/^application\/json/) });
       expect(JSON.parse(answer.body)).toEqual({ error: 'temporarily_unavailable', error_description: expect.any(String) });
     } else {
       expect(answer.type).toMatch(/^text\/html/);
@@ -233,10 +243,11 @@ describe('stores down or hung: bounded, clean answers, then recovery', () => {
     }
   }
 
-  async function underFault(store: Store, how: 'stopped' | 'paused') {
+  async function underFault(store: Store, how: 'stopped' | 'paused' | 'refusing') {
     const fixtures = await prepare();
     const server = store === 'redis' ? redis : postgres;
     if (how === 'stopped') await server.kill();
+    else if (how === 'refusing') await redis.refuseWrites(true);
     else server.pause();
     let answers: [string, Answer][];
     try {
@@ -244,13 +255,19 @@ describe('stores down or hung: bounded, clean answers, then recovery', () => {
       answers = await Promise.all(Object.entries(PATHS).map(async ([path, send]) => [path, await send(fixtures)] as [string, Answer]));
     } finally {
       if (how === 'stopped') await server.restart();
+      else if (how === 'refusing') await redis.refuseWrites(false);
       else server.resume();
     }
+    const needs = how === 'refusing' ? NEEDS_REDIS_WRITES : NEEDS[store];
+    const healthFails = how !== 'refusing';
     if (process.env.FAULT_TIMINGS) console.log(store, how, answers.map(([path, a]) => `${path}: ${a.status} ${a.ms} ms${a.location ? ` → ${a.location}` : ''}`).join('\n'));
     for (const [path, answer] of answers) {
       expect({ path, ms: answer.ms, bounded: answer.ms < BOUND_MS[store] }).toEqual({ path, ms: answer.ms, bounded: true });
       expect(answer.body).not.toMatch(/oops|server_error|\bat .*\.(js|ts):\d+/);
-      if (HEALTH_PATHS.has(path)) {
+      if (answer.status < 300 || answer.status >= 400) expect({ path, location: answer.location }).toEqual({ path, location: null }); // an answer that is not a redirect leads nowhere
+      if (HEALTH_PATHS.has(path) && !healthFails) {
+        expectHealthy(path, answer);
+      } else if (HEALTH_PATHS.has(path)) {
         expect({ path, ms: answer.ms, withinTwoSeconds: answer.ms < HEALTH_BOUND_MS }).toEqual({ path, ms: answer.ms, withinTwoSeconds: true });
         // Liveness touches no store; readiness names the failing one.
         expect({ path, status: answer.status, body: JSON.parse(answer.body) }).toEqual(path === '/healthz/live'
@@ -258,7 +275,7 @@ describe('stores down or hung: bounded, clean answers, then recovery', () => {
           : { path, status: 503, body: { status: 'unavailable', failing: [store] } });
       } else if (ERROR_TO_CLIENT[store].has(path)) {
         expectErrorToClient(path, answer, fixtures.client);
-      } else if (NEEDS[store].has(path)) {
+      } else if (needs.has(path)) {
         expectUnavailable(path, answer);
       } else {
         expectHealthy(path, answer);
@@ -289,6 +306,7 @@ describe('stores down or hung: bounded, clean answers, then recovery', () => {
 
   test('Redis stopped', async () => { await underFault('redis', 'stopped'); }, 90_000);
   test('Redis paused (hung)', async () => { await underFault('redis', 'paused'); }, 90_000);
+  test('Redis refusing writes (out of memory)', async () => { await underFault('redis', 'refusing'); }, 90_000);
   test('Postgres stopped', async () => { await underFault('database', 'stopped'); }, 90_000);
   test('Postgres paused (hung)', async () => { await underFault('database', 'paused'); }, 90_000);
 

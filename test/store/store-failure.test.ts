@@ -158,3 +158,40 @@ describe('a call bound from the moment it is made (callTimeoutMs: Redis)', () =>
     expect(called).toBe(false);
   });
 });
+
+describe('a Redis that answers but refuses to serve (an error reply, not a lost connection)', () => {
+  const stores = privateRedis(1000);
+
+  test('out of memory (maxmemory, no eviction): a command, a script and a MULTI are each a 503; a wrong-type reply stays itself', async () => {
+    const guard = storeGuard('redis', 60_000, 1000);
+    await stores.redis.set('text', 'not a counter');
+    await stores.redis.config('SET', 'maxmemory-policy', 'noeviction');
+    await stores.redis.config('SET', 'maxmemory', '1');
+    try {
+      const refusals = [
+        () => stores.redis.set('k', 'v'),
+        () => stores.redis.eval("return redis.call('set', KEYS[1], 'v')", 1, 'k'),
+        () => stores.redis.multi().set('k', 'v').incr('n').exec(),
+      ];
+      for (const refused of refusals) {
+        const error = await guard(refused).catch((caught: unknown) => caught);
+        expect(error).toBeInstanceOf(StoreUnavailableError);
+        expect(String((error as Error).cause)).toMatch(/OOM|EXECABORT/);
+      }
+      await expect(guard(() => stores.redis.get('text'))).resolves.toBe('not a counter'); // reads still served; no breaker opened
+    } finally {
+      await stores.redis.config('SET', 'maxmemory', '0');
+    }
+    // A reply about the request itself (our bug, not the store's state) is not a store failure.
+    const wrongType = await guard(() => stores.redis.hget('text', 'field')).catch((caught: unknown) => caught);
+    expect(wrongType).not.toBeInstanceOf(StoreUnavailableError);
+    expect(String(wrongType)).toMatch(/WRONGTYPE/);
+  });
+
+  test.each(['LOADING Redis is loading the dataset in memory', 'BUSY Redis is busy running a script.', 'READONLY You can\'t write against a read only replica.',
+    'MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to \'no\'.', 'MISCONF Redis is configured to save RDB snapshots, but it\'s currently unable to persist to disk.',
+    'NOREPLICAS Not enough good replicas to write.', 'TRYAGAIN Multiple keys request during rehashing of slot', 'CLUSTERDOWN The cluster is down'])('%s is a store failure', (message) => {
+    expect(isStoreFailure(Object.assign(new Error(message), { name: 'ReplyError' }))).toBe(true);
+    expect(isStoreFailure(Object.assign(new Error('ERR unknown command'), { name: 'ReplyError' }))).toBe(false);
+  });
+});
