@@ -2,7 +2,7 @@
  * Crash safety: `kill -9` in the middle of code exchanges and registrations, then a restart on
  * the same database. Whatever the service answered before it died holds afterwards:
  * - no code is redeemed twice (a code that was answered 200 never is again);
- * - no token answered 200 fails afterwards;
+ * - no token answered 200 fails afterwards (its access token at userinfo, its refresh token at the token endpoint);
  * - no webhook event is lost (every token answered 200 has its `token.issued` in the outbox;
  *   test/webhooks/delivery-crash.test.ts proves the outbox is delivered across a crash);
  * - no client is half-registered (every 201's credentials work; every stored client is whole,
@@ -34,7 +34,7 @@ const IN_FLIGHT_AT_KILL = 2;
 /** How long the test waits for that moment before it kills anyway (and fails). */
 const KILL_WAIT_MS = 20_000;
 
-type TokenBody = { access_token?: string; error?: string };
+type TokenBody = { access_token?: string; refresh_token?: string; error?: string };
 type Registered = TestClient & { client_name: string };
 
 function exchange(baseUrl: string, client: TestClient, code: string): TrackedRequest<TokenBody> {
@@ -147,6 +147,17 @@ describe('kill -9 during exchanges and registrations, then a restart', () => {
     for (const token of tokens) {
       const res = await fetch(`${instance.baseUrl}/api/userinfo.php`, { headers: { authorization: `Bearer ${token}` } });
       expect(res.status).toBe(200);
+    }
+    // Nor does a refresh token answered with it: each rotates once (before the replays below,
+    // which end their grants), and the access token it gives works too.
+    const refreshTokens = before.flatMap((o) => (o.answered && o.status === 200 ? [o.body.refresh_token!] : []));
+    expect(refreshTokens).toHaveLength(tokens.length);
+    for (const refreshToken of refreshTokens) {
+      const res = await answer(trackedPost<TokenBody>(`${instance.baseUrl}/api/token.php`, { 'content-type': 'application/x-www-form-urlencoded' },
+        new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken, client_id: client.client_id, client_secret: client.client_secret }).toString()));
+      expect({ status: res.status, rotated: typeof res.body.refresh_token === 'string' && res.body.refresh_token !== refreshToken }).toEqual({ status: 200, rotated: true });
+      const userinfo = await fetch(`${instance.baseUrl}/api/userinfo.php`, { headers: { authorization: `Bearer ${res.body.access_token}` } });
+      expect(userinfo.status).toBe(200);
     }
 
     // Every one of them has its token.issued event in the outbox.
