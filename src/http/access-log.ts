@@ -22,6 +22,16 @@ export function routeOf(ctx: Context, knownPaths: ReadonlySet<string>): string {
   return knownPaths.has(ctx.path) ? ctx.path : UNMATCHED_ROUTE;
 }
 
+/**
+ * Names the client a request is about, for its access line and metrics, where the provider does
+ * not know it: a token request's client_id before (or without) its authentication, the webhooks
+ * API's and the settings page's authenticated client, an interaction's client, a registration's
+ * new client, the application a user revoked.
+ */
+export function noteClient(ctx: Context, clientId: string): void {
+  (ctx.state as { clientId?: string }).clientId = clientId;
+}
+
 /** The client a request is about, when the provider or our own routes identified one. */
 export function clientIdOf(ctx: Context): string | undefined {
   const oidc = (ctx as Context & { oidc?: { client?: { clientId?: string }; params?: { client_id?: unknown } } }).oidc;

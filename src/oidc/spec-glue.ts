@@ -9,6 +9,7 @@ import type { Context, Middleware, Next } from 'koa';
 import { basicCredentials } from '../clients/client-auth.js';
 import { isWellFormedClientId } from '../clients/secret.js';
 import { ServiceError, StoreUnavailableError } from '../errors.js';
+import { noteClient } from '../http/access-log.js';
 import type { ErrorBody, ErrorResponder } from '../errors.js';
 import { asUnavailable } from '../store/store-failure.js';
 import { ROUTES } from './routes.js';
@@ -177,6 +178,7 @@ async function token(ctx: Context, next: Next, deps: GlueDependencies) {
   // id that cannot name a client has no budget to protect (the address budget still applies).
   const clientId = basicCredentials(ctx.get('authorization'))?.clientId ?? params.client_id;
   const budgeted = typeof clientId === 'string' && isWellFormedClientId(clientId) ? clientId : undefined;
+  if (budgeted) noteClient(ctx, budgeted); // logged even when its authentication fails
   if (!(await deps.admitClient(ctx, budgeted))) return;
   params.grant_type ??= 'authorization_code';
   const basic = ctx.get('authorization') !== '';

@@ -10,6 +10,7 @@
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { ServiceError } from '../errors.js';
+import { noteClient } from '../http/access-log.js';
 import { isActive } from '../accounts/user-store.js';
 import type { User } from '../accounts/user-store.js';
 import { userActor } from '../audit/audit-events.js';
@@ -106,6 +107,7 @@ export function applicationsRoutes(deps: ApplicationsDependencies): Router {
     const clientId = field(ctx, 'client_id');
     if (clientId === '') throw new ServiceError('invalid_request', 'No application was chosen.');
     const grantIds = await deps.apps.revoke(user.id, clientId, requestContext(ctx, userActor(user.id)));
+    if (grantIds.length > 0) noteClient(ctx, clientId);
     if (grantIds.length === 0) {
       throw new ServiceError('not_found', 'That application has no access to your account (it may have been revoked already).');
     }

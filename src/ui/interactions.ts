@@ -11,6 +11,7 @@ import type Provider from 'oidc-provider';
 import { errors } from 'oidc-provider';
 import type { InteractionResults } from 'oidc-provider';
 import { ServiceError } from '../errors.js';
+import { noteClient } from '../http/access-log.js';
 import type { User, UserStore } from '../accounts/user-store.js';
 import type { LoginGuard } from '../accounts/login-guard.js';
 import { ANONYMOUS, userActor } from '../audit/audit-events.js';
@@ -64,6 +65,7 @@ export function interactionRoutes({ provider, users, findUser, guard, audit, vie
   async function details(ctx: Context, expected?: 'login' | 'consent') {
     const interaction = await current(() => provider.interactionDetails(ctx.req, ctx.res));
     if (interaction.uid !== ctx.params.uid || (expected && interaction.prompt.name !== expected)) throw stale();
+    noteClient(ctx, String(interaction.params.client_id));
     const client = await provider.Client.find(String(interaction.params.client_id));
     if (!client) throw new ServiceError('invalid_request', 'The application is no longer registered.');
     return { interaction, clientName: client.clientName ?? client.clientId };

@@ -7,6 +7,7 @@
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { ServiceError } from '../errors.js';
+import { noteClient } from '../http/access-log.js';
 import { ANONYMOUS } from '../audit/audit-events.js';
 import { requestContext } from '../audit/request-context.js';
 import type { ClientStore } from '../clients/client-store.js';
@@ -43,6 +44,7 @@ export function registerRoutes({ clients, views, body }: { clients: ClientStore;
       return form(ctx, { ...input, error: error.message }, 400);
     }
     const { client, clientSecret } = registered;
+    noteClient(ctx, client.clientId);
     const result = { client_id: client.clientId, client_secret: clientSecret, client_name: client.clientName, redirect_uri: client.redirectUri };
     if (json) {
       ctx.status = 201;

@@ -8,6 +8,7 @@
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { ServiceError } from '../errors.js';
+import { noteClient } from '../http/access-log.js';
 import type { Client } from '../generated/prisma/client.js';
 import { clientActor } from '../audit/audit-events.js';
 import { requestContext } from '../audit/request-context.js';
@@ -68,8 +69,15 @@ export function settingsRoutes(deps: SettingsDependencies): Router {
     }, status);
   }
 
-  router.get(SETTINGS_PATH, async (ctx) => {
+  /** The client this browser signed in to settings as, named on the request's access line. */
+  async function signedIn(ctx: Context): Promise<Client | undefined> {
     const client = await readSettingsSession(ctx, deps.findClient, clock());
+    if (client) noteClient(ctx, client.clientId);
+    return client;
+  }
+
+  router.get(SETTINGS_PATH, async (ctx) => {
+    const client = await signedIn(ctx);
     if (!client) return signInPage(ctx);
     const done = typeof ctx.query.done === 'string' && Object.hasOwn(NOTICES, ctx.query.done) ? NOTICES[ctx.query.done] : undefined;
     return settingsPage(ctx, client, done ? { notice: done } : {});
@@ -86,10 +94,11 @@ export function settingsRoutes(deps: SettingsDependencies): Router {
       const clientId = field(ctx, 'client_id').trim();
       const client = await authenticateClient(deps.findClient, clientId, field(ctx, 'client_secret'));
       if (!client) return signInPage(ctx, { clientId, error: 'Unknown client_id or wrong client_secret.' }, 401);
+      noteClient(ctx, client.clientId);
       startSettingsSession(ctx, client, clock());
       return back('signed_in');
     }
-    const client = await readSettingsSession(ctx, deps.findClient, clock());
+    const client = await signedIn(ctx);
     if (!client) return signInPage(ctx, { error: 'Your settings session has ended (it lasts 15 minutes and ends when the secret is rotated). Sign in again.' }, 401);
     // Each form names the application its page showed: a tab left open on another application
     // (this browser signed in as a second one since) must not change the one signed in now.

@@ -16,6 +16,7 @@
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { ServiceError } from '../errors.js';
+import { noteClient } from '../http/access-log.js';
 import type { Client } from '../generated/prisma/client.js';
 import { clientActor } from '../audit/audit-events.js';
 import { requestContext } from '../audit/request-context.js';
@@ -107,6 +108,7 @@ export function webhooksApi({ findClient, webhooks, body }: WebhooksApiDependenc
   // Credentials before the body: a stranger learns nothing from how a body is parsed.
   const authenticated: Middleware = async (ctx, next) => {
     ctx.state.client = await authenticate(ctx);
+    noteClient(ctx, (ctx.state.client as Client).clientId);
     await next();
   };
 

@@ -30,6 +30,7 @@ function capture() {
 describe('logs of whole flows', () => {
   const out = capture();
   let t: TestApp;
+  let clientId: string;
   const secrets: Record<string, string> = {};
   /** The values of the cookies a browser was sent, as secrets (the short ones are flags, not sessions). */
   const cookiesOf = (name: string, browser: Browser) => {
@@ -44,6 +45,7 @@ describe('logs of whole flows', () => {
     const user = await createUser(t, { password: 'pw-that-must-not-be-logged-7Q' });
     secrets.password = user.password;
     const client = await registerClient(t);
+    clientId = client.client_id;
     secrets.client_secret = client.client_secret;
     const browser = new Browser(t.baseUrl);
     const redirect = await browser.authorize(client, user, { state: 'st4te' });
@@ -71,6 +73,9 @@ describe('logs of whole flows', () => {
     // A wrong password at the login form.
     await new Browser(t.baseUrl).authorize(client, { ...user, password: 'wrong-pw-also-secret-9Z' }).catch(() => undefined);
     secrets.wrong_password = 'wrong-pw-also-secret-9Z';
+    // A token request naming the client with a wrong secret: refused, its client still named in the log.
+    secrets.wrong_client_secret = 'wrong-client-secret-never-logged-4K';
+    expect((await tokenRequest(t, { code: 'no-such-code', client_id: client.client_id, client_secret: secrets.wrong_client_secret })).status).toBe(401);
 
     // The applications page: signed in with the password; its session cookie.
     const apps = new Browser(t.baseUrl);
@@ -125,6 +130,28 @@ describe('logs of whole flows', () => {
     expect(access.find((line) => line.route === '/api/authorize.php')).toMatchObject({ method: 'GET', status: 303 });
     for (const route of ['/api/applications.php', '/api/settings.php', '/api/webhooks.php']) expect(access.some((line) => line.route === route)).toBe(true);
     for (const line of access) expect(String(line.route)).not.toContain('?');
+  });
+
+  test('client_id on every access line of a request about a known client, and on none other', () => {
+    const access = out.lines().filter((line) => line.msg === 'request');
+    const about = (route: string, status?: number) => access.filter((line) => line.route === route && (status === undefined || line.status === status));
+    const cases: [string, number | undefined][] = [
+      ['/api/register.php', 201], // the client it registered
+      ['/api/authorize.php', 303], ['/interaction/:uid', 200], ['/interaction/:uid/login', undefined], ['/interaction/:uid/confirm', 303],
+      ['/api/token.php', 200], ['/api/token.php', 401], // authenticated, or named by a request whose secret was wrong
+      ['/api/revoke.php', 200], ['/api/settings.php', 303], ['/api/webhooks.php', 201],
+    ];
+    for (const [route, status] of cases) {
+      const lines = about(route, status);
+      expect({ route, status, lines: lines.length > 0 }).toEqual({ route, status, lines: true });
+      for (const line of lines) expect({ route, status, client_id: line.client_id }).toEqual({ route, status, client_id: clientId });
+    }
+    // The settings page: its sign-in form is about no client yet, the page signed in is.
+    expect(about('/api/settings.php', 200).map((line) => line.client_id)).toEqual(expect.arrayContaining([undefined, clientId]));
+    // Requests about no client: the applications page's sign-in (a user's), discovery, the settings sign-in form.
+    for (const line of [...about('/api/applications.php'), ...about('/.well-known/openid-configuration'), ...about('/api/settings.php', 401)]) {
+      expect(line.client_id).toBeUndefined();
+    }
   });
 
   test('a request is followed by the X-Request-Id it sent; an unsafe id is replaced', async () => {
