@@ -139,7 +139,7 @@ describe('logs of whole flows', () => {
       ['/api/register.php', 201], // the client it registered
       ['/api/authorize.php', 303], ['/interaction/:uid', 200], ['/interaction/:uid/login', undefined], ['/interaction/:uid/confirm', 303],
       ['/api/token.php', 200], ['/api/token.php', 401], // authenticated, or named by a request whose secret was wrong
-      ['/api/revoke.php', 200], ['/api/settings.php', 303], ['/api/webhooks.php', 201],
+      ['/api/userinfo.php', 200], ['/api/revoke.php', 200], ['/api/settings.php', 303], ['/api/webhooks.php', 201],
     ];
     for (const [route, status] of cases) {
       const lines = about(route, status);
