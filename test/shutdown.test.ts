@@ -158,3 +158,40 @@ describe('SIGTERM under load', () => {
     expect(instance.output).not.toMatch(/pool|server_error|still running|Error/i);
   }, 60_000);
 });
+
+describe('SIGINT (Ctrl-C at a terminal) drains the same way', () => {
+  const service = signalledService({ username: 'interrupt', password: 'correct horse battery' }, { SHUTDOWN_DELAY_MS: '300' }, 1);
+
+  test('readiness turns 503, the exchange in flight is answered 200, then the process exits 0', async () => {
+    const { instance, database, client, codes: [code] } = service;
+    const db = new pg.Client({ connectionString: database.url });
+    await db.connect();
+    try {
+      // The exchange is held inside its handler: its code's row is locked here.
+      await db.query('BEGIN');
+      await db.query("SELECT 1 FROM oidc_models WHERE type = 'AuthorizationCode' AND id = $1 FOR UPDATE", [code]);
+      const exchange = fetch(`${instance.baseUrl}/api/token.php`, {
+        method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ code: code!, client_id: client.client_id, client_secret: client.client_secret }).toString(),
+      });
+      for (let waited = 0; (await db.query('SELECT 1 FROM pg_locks WHERE NOT granted AND pg_backend_pid() = ANY (pg_blocking_pids(pid))')).rows.length === 0; waited += 10) {
+        if (waited > 5000) throw new Error('the exchange never reached its consume');
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      instance.child.kill('SIGINT');
+      let ready = await fetch(`${instance.baseUrl}/healthz/ready`);
+      for (let waited = 0; ready.status === 200 && waited < 2000; waited += 20) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        ready = await fetch(`${instance.baseUrl}/healthz/ready`);
+      }
+      expect({ status: ready.status, body: await ready.json() }).toEqual({ status: 503, body: expect.objectContaining({ status: 'stopping' }) });
+      await db.query('COMMIT');
+      const res = await exchange;
+      expect({ status: res.status, token: typeof ((await res.json()) as { access_token?: unknown }).access_token }).toEqual({ status: 200, token: 'string' });
+      expect(await instance.exited).toBe(0);
+      expect(instance.output).not.toMatch(/pool|server_error|still running|Error/i);
+    } finally {
+      await db.end();
+    }
+  }, 60_000);
+});
