@@ -17,7 +17,7 @@
 import type { Prisma } from '../generated/prisma/client.js';
 import type { HotSql } from '../store/sql.js';
 import { sendTogether, WriteBatch } from '../store/write-batch.js';
-import type { Write } from '../store/write-batch.js';
+import type { Merged, Write } from '../store/write-batch.js';
 import type { Logger } from '../ops/logger.js';
 import { SECRET_FIELDS } from '../ops/logger.js';
 import type { AuditEventName } from './audit-events.js';
@@ -95,6 +95,14 @@ export interface AuditLog {
  * its own goes out with the writes other requests send in the same turn (store/write-batch.ts),
  * without Prisma. Without it (the CLI), through Prisma.
  */
+/** Audit rows written with a request's other writes: one CTE for those of every request in the statement. */
+const AUDIT_ROWS: Omit<Merged, 'values'> = {
+  key: 'audit_events',
+  columns: ['event', 'actor', 'user_id', 'client_id', 'address', 'request_id', 'detail'],
+  sql: (v, ok) => `INSERT INTO audit_events (event, actor, user_id, client_id, address, request_id, detail)
+    SELECT event, actor, user_id, client_id, address, request_id, detail FROM ${v} WHERE ${ok} RETURNING 1`,
+};
+
 export function createAuditLog({ prisma, sql, logger }: { prisma: AuditWriter; sql?: HotSql; logger: Logger }): AuditLog {
   const insert = (tx: AuditWriter, row: AuditRow) => tx.auditEvent.create({
     data: {
@@ -109,9 +117,10 @@ export function createAuditLog({ prisma, sql, logger }: { prisma: AuditWriter; s
   const lines = logger.child({}, { redact: [] });
   const log = (row: AuditRow) => { lines.info({ ...row }, 'audit'); };
   const inStatement = (row: AuditRow): Write => ({
-    sql: (p, ok) => `INSERT INTO audit_events (event, actor, user_id, client_id, address, request_id, detail)
-      SELECT ${p(row.event)}::text, ${p(row.actor)}::text, ${p(row.user_id)}::text, ${p(row.client_id)}::text, ${p(row.address)}::text, ${p(row.request_id)}::text, ${p(JSON.stringify(row.detail))}::jsonb
-      WHERE ${ok} RETURNING 1`,
+    merged: {
+      ...AUDIT_ROWS,
+      values: (p) => [[`${p(row.event)}::text`, `${p(row.actor)}::text`, `${p(row.user_id)}::text`, `${p(row.client_id)}::text`, `${p(row.address)}::text`, `${p(row.request_id)}::text`, `${p(JSON.stringify(row.detail))}::jsonb`]],
+    },
     written: (rows) => { if (rows) log(row); },
   });
 

@@ -19,7 +19,7 @@ import type { HotSql } from '../store/sql.js';
 import { createHotReads, storable } from '../store/hot-reads.js';
 import type { HotRow } from '../store/hot-reads.js';
 import { defer, flushPending, forget } from '../store/request-memo.js';
-import type { Gate, Placeholder, Write } from '../store/write-batch.js';
+import type { Gate, Merged, Write } from '../store/write-batch.js';
 import type { Adapter, AdapterFor, AdapterPayload } from './adapter.js';
 import { alreadyConsumed, withConsumed } from './adapter.js';
 
@@ -28,15 +28,20 @@ function live(row: HotRow | null | undefined): AdapterPayload | undefined {
   return withConsumed(row.payload, row.consumed_s === null ? undefined : Math.floor(row.consumed_s));
 }
 
-/** A consume as a gate: taken only while the instance is unconsumed and unexpired. @see RFC 6749 §4.1.2 */
-function consumeGate(type: string, id: string): Gate {
+/** Consumes, one CTE for a statement's batches: each taken only while its instance is unconsumed and unexpired. @see RFC 6749 §4.1.2 */
+const CONSUMES: Omit<Merged, 'values'> = {
+  key: 'consume',
+  columns: ['type', 'id', 'at'],
+  sql: (v) => `UPDATE oidc_models m SET consumed_at = v.at FROM ${v}
+    WHERE m.type = v.type AND m.id = v.id AND m.consumed_at IS NULL AND (m.expires_at IS NULL OR m.expires_at > v.at) RETURNING v.gate, v.batch`,
+};
+
+/** A consume as a gate of a write batch. */
+export function consumeGate(type: string, id: string): Gate {
   const at = new Date().toISOString();
   return {
     row: rowKey(type, id),
-    sql: (p) => {
-      const now = p(at);
-      return `UPDATE oidc_models SET consumed_at = ${now}::timestamptz WHERE type = ${p(type)} AND id = ${p(id)} AND consumed_at IS NULL AND (expires_at IS NULL OR expires_at > ${now}::timestamptz) RETURNING 1`;
-    },
+    merged: { ...CONSUMES, values: (p) => [[`${p(type)}::text`, `${p(id)}::text`, `${p(at)}::timestamptz`]] },
     refused: () => alreadyConsumed(type),
   };
 }
@@ -44,10 +49,20 @@ function consumeGate(type: string, id: string): Gate {
 /** A row of `oidc_models`, as write batches name the rows they update. */
 const rowKey = (type: string, id: string) => `oidc_models:${type}\0${id}`;
 
-/** The statement's one write to `oidc_models`: every upsert of the request, the last of an instance winning. */
+/** The statement's one write to `oidc_models`: every upsert of the request, the last of an instance winning; one CTE with those of the statement's other requests. */
 class ModelUpserts implements Write {
   static readonly KEY = 'oidc_models';
   readonly #rows = new Map<string, unknown[]>();
+  readonly merged: Merged = {
+    key: ModelUpserts.KEY,
+    columns: ['type', 'id', 'payload', 'grant_id', 'uid', 'user_code', 'expires_at'],
+    values: (p) => [...this.#rows.values()].map(([type, id, payload, grantId, uid, userCode, expiresAt]) => [
+      `${p(type)}::text`, `${p(id)}::text`, `${p(payload)}::jsonb`, `${p(grantId)}::text`, `${p(uid)}::text`, `${p(userCode)}::text`, `${p(expiresAt)}::timestamptz`]),
+    sql: (v, ok) => `INSERT INTO oidc_models (type, id, payload, grant_id, uid, user_code, expires_at)
+      SELECT type, id, payload, grant_id, uid, user_code, expires_at FROM ${v} WHERE ${ok}
+      ON CONFLICT (type, id) DO UPDATE SET payload = excluded.payload, grant_id = excluded.grant_id, uid = excluded.uid, user_code = excluded.user_code, expires_at = excluded.expires_at
+      RETURNING 1`,
+  };
 
   add(type: string, id: string, payload: AdapterPayload, expiresIn: number | undefined): void {
     const expiresAt = expiresIn ? new Date(Date.now() + expiresIn * 1000).toISOString() : null;
@@ -58,14 +73,6 @@ class ModelUpserts implements Write {
     return this.#rows.keys();
   }
 
-  sql(p: Placeholder, ok: string): string {
-    const values = [...this.#rows.values()].map(([type, id, payload, grantId, uid, userCode, expiresAt]) => (
-      `(${p(type)}::text, ${p(id)}::text, ${p(payload)}::jsonb, ${p(grantId)}::text, ${p(uid)}::text, ${p(userCode)}::text, ${p(expiresAt)}::timestamptz)`));
-    return `INSERT INTO oidc_models (type, id, payload, grant_id, uid, user_code, expires_at)
-      SELECT * FROM (VALUES ${values.join(', ')}) v WHERE ${ok}
-      ON CONFLICT (type, id) DO UPDATE SET payload = excluded.payload, grant_id = excluded.grant_id, uid = excluded.uid, user_code = excluded.user_code, expires_at = excluded.expires_at
-      RETURNING 1`;
-  }
 }
 
 /** `hot`: the request path's reads (app.ts shares its own, so one turn's lookups go out together). */

@@ -9,6 +9,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import pg from 'pg';
+import { consumeGate } from '../../src/oidc/postgres-adapter.js';
+import { WriteBatch } from '../../src/store/write-batch.js';
 import { openTestDatabase } from '../helpers/databases.js';
 import type { TestStore } from '../helpers/databases.js';
 
@@ -61,11 +63,13 @@ describe('oidc_models lookups on PostgreSQL', () => {
   });
 
   test("a code's consume (the write statement's gate) and a lookup by id use the primary key", async () => {
-    // The gate's own text (src/oidc/postgres-adapter.ts), as a combined statement sends it: values known when planned.
-    const consume = `UPDATE oidc_models SET consumed_at = $1::timestamptz WHERE type = $2 AND id = $3 AND consumed_at IS NULL AND (expires_at IS NULL OR expires_at > $1::timestamptz) RETURNING 1`;
-    const now = new Date().toISOString();
+    // The gate as a write statement sends it (src/oidc/postgres-adapter.ts, store/write-batch.ts): values known when planned.
     for (const type of ['AuthorizationCode', 'RefreshToken', 'AccessToken']) {
-      expect(await db.explain(consume, [now, type, 'code-77'])).toEqual(['oidc_models_pkey']);
+      const batch = new WriteBatch();
+      batch.gate(consumeGate(type, 'code-77'));
+      const consume = batch.statement();
+      expect(consume.text).toMatch(/UPDATE oidc_models/);
+      expect(await db.explain(consume.text, consume.params)).toEqual(['oidc_models_pkey']);
       expect(await db.explain('SELECT payload FROM oidc_models WHERE type = $1 AND id = $2', [type, 'code-77'])).toEqual(['oidc_models_pkey']);
     }
   });

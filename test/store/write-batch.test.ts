@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { errors } from 'oidc-provider';
 import type { AdapterFor, AdapterPayload } from '../../src/oidc/adapter.js';
 import { postgresAdapters } from '../../src/oidc/postgres-adapter.js';
-import { withRequestMemo } from '../../src/store/request-memo.js';
+import { pendingWrites, withRequestMemo } from '../../src/store/request-memo.js';
 import type { HotSql } from '../../src/store/sql.js';
 import { sendTogether, WriteBatch } from '../../src/store/write-batch.js';
 import { openTestDatabase } from '../helpers/databases.js';
@@ -72,6 +72,39 @@ describe.each<StoreKind>(['postgres', 'embedded'])('write batches sent together 
     expect(await stored((results[0] as PromiseFulfilledResult<string>).value)).toBe(true);
     expect(results[1]).toMatchObject({ status: 'rejected', reason: expect.any(errors.InvalidGrant) });
     expect(await stored(access.jti!)).toBe(false);
+  });
+
+  test('parts of a kind share one CTE across batches: each batch still gated by all of its own gates, and only its own', async () => {
+    const [a1, a2, c2] = await Promise.all([code(), code(), code()]);
+    await postgresAdapters(store.db)('AuthorizationCode').consume(c2); // c2 is used: the third request's gate refuses
+    const tokens = [payload('AccessToken'), payload('AccessToken'), payload('AccessToken')];
+    const written: number[] = [];
+    const audit = (n: number) => ({
+      merged: {
+        key: 'audit_events', columns: ['event', 'actor'],
+        values: (p: (value: unknown) => string) => Array.from({ length: n }, () => [`${p('test.merged')}::text`, `${p('system')}::text`]),
+        sql: (v: string, ok: string) => `INSERT INTO audit_events (event, actor) SELECT event, actor FROM ${v} WHERE ${ok} RETURNING 1`,
+      },
+      written: (rows: number) => { written.push(rows); },
+    });
+    const request = (consumes: string[], token: AdapterPayload, audited: number) => withRequestMemo(async () => {
+      for (const id of consumes) await adapters('AuthorizationCode').consume(id);
+      await adapters('AccessToken').upsert(token.jti!, token, 60);
+      const batch = pendingWrites(counted)!;
+      batch.write('audit', audit(audited));
+    });
+    statements.length = 0;
+    const results = await Promise.allSettled([request([a1, a2], tokens[0]!, 2), request([], tokens[1]!, 1), request([c2], tokens[2]!, 3)]);
+    expect(statements).toHaveLength(1);
+    // One CTE for the three consumes, one for the three token upserts, one for the six audit rows.
+    expect(statements[0]!.match(/UPDATE oidc_models/g)).toHaveLength(1);
+    expect(statements[0]!.match(/INSERT INTO oidc_models/g)).toHaveLength(1);
+    expect(statements[0]!.match(/INSERT INTO audit_events/g)).toHaveLength(1);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected']);
+    expect((results[2] as PromiseRejectedResult).reason).toBeInstanceOf(errors.InvalidGrant);
+    expect(await Promise.all(tokens.map((token) => stored(token.jti!)))).toEqual([true, true, false]);
+    expect(written.sort()).toEqual([1, 2]); // the refused batch's write is told nothing
+    for (const id of [a1, a2]) expect(await postgresAdapters(store.db)('AuthorizationCode').find(id)).toHaveProperty('consumed');
   });
 
   test('two redemptions of one code in one turn never share a statement: exactly one wins', async () => {
