@@ -27,8 +27,20 @@ import { startService } from './lib/service.mjs';
 import { summariseProfiles } from './lib/profile-summary.mjs';
 import { fmt, fmtRatio, formatTable, median, medianRun, perRequest, ratio } from './lib/stats.mjs';
 
-const { values: options } = parseArgs({
-  options: {
+const USAGE = `Usage: npm run bench [-- --quick] [--mode pg|embedded|both] [--rows ${ROW_IDS.join(',')}]
+       [--seed-tokens N] [--connections 32] [--seconds 8] [--runs 3] [--warmup 3] [--no-build]
+       [--json file] [--webhook-latency] [--cpu-prof dir] [--env NAME=value …] [--load wrk|autocannon]`;
+
+/** A bad option: what is wrong and the usage, exit 2 (no stack). */
+function usage(message) {
+  process.stderr.write(`bench: ${message}\n${USAGE}\n`);
+  process.exit(2);
+}
+
+let parsed;
+try {
+  parsed = parseArgs({ options: {
+    help: { type: 'boolean', default: false },
     quick: { type: 'boolean', default: false },
     mode: { type: 'string', default: 'both' },
     rows: { type: 'string', default: ROW_IDS.join(',') },
@@ -43,32 +55,45 @@ const { values: options } = parseArgs({
     'cpu-prof': { type: 'string' },
     env: { type: 'string', multiple: true, default: [] },
     load: { type: 'string', default: defaultLoad() },
-  },
-});
+  } });
+} catch (error) {
+  usage(error.message);
+}
+const { values: options } = parsed;
+if (options.help) {
+  process.stdout.write(`${USAGE}\n`);
+  process.exit(0);
+}
 
 const rows = options.rows.split(',').map((row) => row.trim()).filter(Boolean);
-for (const row of rows) if (!ROWS[row]) throw new Error(`--rows: unknown row "${row}" (rows: ${ROW_IDS.join(', ')})`);
-if (!['pg', 'embedded', 'both'].includes(options.mode)) throw new Error('--mode must be pg, embedded or both');
+for (const row of rows) if (!ROWS[row]) usage(`--rows: unknown row "${row}" (rows: ${ROW_IDS.join(', ')})`);
+if (!['pg', 'embedded', 'both'].includes(options.mode)) usage('--mode must be pg, embedded or both');
 const modes = options.mode === 'both' ? ['pg', 'embedded'] : [options.mode];
-if (!['wrk', 'autocannon'].includes(options.load)) throw new Error('--load must be wrk or autocannon');
+if (!['wrk', 'autocannon'].includes(options.load)) usage('--load must be wrk or autocannon');
 const seed = Number(options['seed-tokens']);
-if (!Number.isInteger(seed) || seed < 0) throw new Error('--seed-tokens must be a whole number');
+if (!Number.isInteger(seed) || seed < 0) usage('--seed-tokens must be a whole number');
 
 const serviceEnv = Object.fromEntries(options.env.map((pair) => {
   const at = pair.indexOf('=');
-  if (at < 1) throw new Error(`--env takes NAME=value, got "${pair}"`);
+  if (at < 1) usage(`--env takes NAME=value, got "${pair}"`);
   return [pair.slice(0, at), pair.slice(at + 1)];
 }));
 
-const tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'oauth-bench-run-'));
+/** `--name`'s whole number (its default when absent), at least `min`. */
+function count(name, fallback, min = 1) {
+  const value = Number(options[name] ?? fallback);
+  if (!Number.isInteger(value) || value < min) usage(`--${name} must be a whole number of at least ${min}, got "${options[name]}"`);
+  return value;
+}
+
 const settings = {
   quick: options.quick,
-  connections: Number(options.connections),
-  seconds: Number(options.seconds ?? (options.quick ? 2 : 8)),
-  warmup: Number(options.warmup ?? (options.quick ? 1 : 3)),
-  runs: Number(options.runs ?? (options.quick ? 1 : 3)),
+  connections: count('connections', 32),
+  seconds: count('seconds', options.quick ? 2 : 8),
+  warmup: count('warmup', options.quick ? 1 : 3, 0),
+  runs: count('runs', options.quick ? 1 : 3),
   load: options.load,
-  tmpDir,
+  tmpDir: fs.mkdtempSync(path.join(os.tmpdir(), 'oauth-bench-run-')),
 };
 const log = (line) => process.stderr.write(`[bench] ${line}\n`);
 
@@ -132,7 +157,7 @@ async function main() {
   }
   const results = [];
   const startRss = {};
-  const context = { logDir: tmpDir };
+  const context = { logDir: settings.tmpDir };
   /** Node's profiler flags for a server whose profile goes to `<--cpu-prof>/<name>`, or none. */
   const profiled = (name) => (options['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(options['cpu-prof'], name)}`] : []);
   /** Each measured row's share of the profile (the samples of its runs only, not fixtures or minting). */
@@ -213,7 +238,7 @@ async function main() {
     console.log('');
     execFileSync(process.execPath, ['bench/webhook-latency.mjs', '--events', options.quick ? '20' : '100'], { cwd: ROOT, stdio: 'inherit' });
   }
-  fs.rmSync(tmpDir, { recursive: true, force: true });
+  fs.rmSync(settings.tmpDir, { recursive: true, force: true });
 }
 
 /** Each row's anchor: P's figure for the same row, the argon2id ceiling for logins, the exchange for a 429. */

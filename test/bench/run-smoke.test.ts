@@ -34,4 +34,22 @@ describe('npm run bench --quick', () => {
     }
     expect(rows[4]![5]).toMatch(/^\d+\.\d\d P$/); // this service's userinfo against P's
   }, 120_000);
+
+  test('a bad option is a one-line reason and the usage, exit 2; --help prints the usage', async () => {
+    const run = (...args: string[]) => promisify(execFile)(process.execPath, ['bench/run.mjs', ...args], { cwd: ROOT, timeout: 30_000 });
+    for (const [args, reason] of [
+      [['--bogus'], "bench: Unknown option '--bogus'"],
+      [['--rows', 'userinfo,nope'], 'bench: --rows: unknown row "nope"'],
+      [['--runs', 'x'], 'bench: --runs must be a whole number of at least 1, got "x"'],
+      [['--mode', 'cloud'], 'bench: --mode must be pg, embedded or both'],
+    ] as const) {
+      const failure = await run(...args).then(() => null, (error: { code: number; stderr: string }) => error);
+      expect(failure?.code).toBe(2);
+      expect(failure?.stderr.split('\n')[0]).toContain(reason);
+      expect(failure?.stderr).toContain('Usage: npm run bench');
+      expect(failure?.stderr).not.toMatch(/\n +at /); // no stack
+    }
+    const { stdout } = await run('--help');
+    expect(stdout).toMatch(/^Usage: npm run bench .*--rows discovery,userinfo,exchange,refresh,silent,login,429/);
+  }, 60_000);
 });
