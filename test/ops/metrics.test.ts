@@ -97,6 +97,55 @@ describe('GET /metrics on METRICS_PORT', () => {
   });
 });
 
+describe('GET /metrics: a blocked login, and a delivery waiting for its retry', () => {
+  let t: TestApp;
+  let receiver: Receiver;
+  beforeAll(async () => {
+    t = await startTestApp({ env: { METRICS_PORT: '0', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' } });
+    receiver = await startReceiver();
+    receiver.respond = () => 503; // the endpoint is down: each delivery stays pending for its retry
+  });
+  afterAll(async () => {
+    await t?.close();
+    await receiver?.close();
+  });
+  const scrape = async () => parsePrometheusText(await (await fetch(`http://127.0.0.1:${t.app.metricsPort}/metrics`)).text());
+
+  test('logins counted blocked once the guard holds the username and address', async () => {
+    const user = await createUser(t);
+    const client = await registerClient(t);
+    const browser = new Browser(t.baseUrl);
+    let page = await browser.follow(`/api/authorize.php?${new URLSearchParams({ client_id: client.client_id, redirect_uri: client.redirect_uri, response_type: 'code' })}`);
+    for (let attempt = 0; attempt < 11; attempt += 1) page = await browser.submit(page, '/login', { username: user.username, password: `wrong ${attempt}` });
+    expect(page.status).toBe(429);
+    const after = await scrape();
+    expect(sampleValue(after, 'oauth_logins_total', { outcome: 'failure' })).toBe(10);
+    expect(sampleValue(after, 'oauth_logins_total', { outcome: 'blocked' })).toBe(1);
+    expect(sampleValue(after, 'oauth_logins_total', { outcome: 'success' }) ?? 0).toBe(0);
+  });
+
+  test('the outbox gauges show the pending delivery and its age', async () => {
+    expect(sampleValue(await scrape(), 'oauth_webhook_outbox_pending')).toBe(0);
+    const user = await createUser(t);
+    const client = await registerClient(t);
+    expect((await webhooksApi(t.baseUrl, client, { json: { url: receiver.url('/down'), events: ['token.issued'] } })).status).toBe(201);
+    const code = await obtainCode(t.baseUrl, client, user);
+    expect((await tokenRequest(t, { code, client_id: client.client_id, client_secret: client.client_secret })).status).toBe(200);
+    await receiver.next((hit) => hit.path === '/down', 5000);
+    let after = await scrape();
+    for (let i = 0; i < 50 && !sampleValue(after, 'oauth_webhook_deliveries_total', { outcome: 'pending' }); i += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      after = await scrape();
+    }
+    expect(sampleValue(after, 'oauth_webhook_deliveries_total', { outcome: 'pending' })).toBe(1);
+    expect(sampleValue(after, 'oauth_webhook_deliveries_total', { outcome: 'delivered' }) ?? 0).toBe(0);
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    after = await scrape();
+    expect(sampleValue(after, 'oauth_webhook_outbox_pending')).toBe(1);
+    expect(sampleValue(after, 'oauth_webhook_outbox_oldest_pending_age_seconds')).toBeGreaterThanOrEqual(1);
+  });
+});
+
 describe('without METRICS_PORT', () => {
   test('no metrics listener is opened, and nothing is counted', async () => {
     const { t, opened } = await openedBy(() => startTestApp({ mode: 'embedded' }));
