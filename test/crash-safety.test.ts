@@ -7,7 +7,9 @@
  *   test/webhooks/delivery-crash.test.ts proves the outbox is delivered across a crash);
  * - no client is half-registered (every 201's credentials work; every stored client is whole,
  *   with its audit row; none is left by a registration that was answered otherwise).
- * The kill waits until requests of both kinds are provably in flight (sent whole, unanswered).
+ * The kill comes once some requests of both kinds have been answered, right after a few more of
+ * each have reached the socket whole: too soon for the server to have answered those (each needs
+ * round trips to the stores), so the crash provably cuts requests it was given.
  * `CRASH_COUNTS=1` prints how many of each the crash cut.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
@@ -29,8 +31,8 @@ const USER = { username: 'crash', password: 'correct horse battery' };
 const EXCHANGES = 40;
 /** Registrations answer faster than exchanges: streams of them, each sending its next as soon as one is answered, run until the kill. */
 const REGISTRATION_STREAMS = 4;
-/** Requests of each kind sent whole and unanswered when the kill is sent (one alone might still be answered from the wire). */
-const IN_FLIGHT_AT_KILL = 2;
+/** Requests of each kind sent last, the kill following as soon as the socket has taken them whole. */
+const SENT_AT_KILL = 2;
 /** How long the test waits for that moment before it kills anyway (and fails). */
 const KILL_WAIT_MS = 20_000;
 
@@ -91,35 +93,43 @@ describe('kill -9 during exchanges and registrations, then a restart', () => {
     expect(hook.status).toBe(201);
     // A browser each: a grant (and so a grant_id in its event) per code.
     const codes: string[] = [];
-    for (let i = 0; i < EXCHANGES; i += 1) codes.push((await new Browser(instance.baseUrl).authorize(client, USER)).searchParams.get('code')!);
+    for (let i = 0; i < EXCHANGES + SENT_AT_KILL; i += 1) codes.push((await new Browser(instance.baseUrl).authorize(client, USER)).searchParams.get('code')!);
 
     // Registrations in streams until the kill; once one has been answered, the exchanges all at
-    // once. The process is killed once a few exchanges have been answered and some requests of
-    // each kind are in flight. Answers come in bursts, so this is checked as each one arrives
-    // (before the next is read), and between them.
+    // once. Once a few exchanges have been answered, the last requests of each kind go out and
+    // the process is killed as soon as the socket has taken them whole. Answers come in bursts
+    // (a whole burst may be on the wire already when its first answer is read), so requests
+    // merely unanswered at the kill could be answered still: the last ones cannot.
     const exchanges: TrackedRequest<TokenBody>[] = [];
     const registrations: TrackedRequest<Registered>[] = [];
-    const count = (requests: TrackedRequest<unknown>[], state: 'answered' | 'inFlight') => requests.filter((r) => r[state]).length;
-    const ready = () => count(exchanges, 'answered') >= 4
-      && count(exchanges, 'inFlight') >= IN_FLIGHT_AT_KILL && count(registrations, 'inFlight') >= IN_FLIGHT_AT_KILL;
+    const answered = (requests: TrackedRequest<unknown>[]) => requests.filter((r) => r.answered).length;
     let killed = false;
     const kill = () => {
       if (killed) return;
       killed = true;
       instance.child.kill('SIGKILL');
     };
-    const killWhenReady = () => { if (ready()) kill(); };
+    let killing = false;
+    const killWhenReady = () => {
+      if (killing || answered(exchanges) < 4 || answered(registrations) < 1) return;
+      killing = true;
+      const last = [
+        ...codes.slice(EXCHANGES).map((code) => exchanges[exchanges.push(exchange(instance.baseUrl, client, code)) - 1]!),
+        ...Array.from({ length: SENT_AT_KILL }, () => registrations[registrations.push(register(instance.baseUrl, registrations.length)) - 1]!),
+      ];
+      void Promise.all(last.map((r) => r.sent)).then(kill);
+    };
     const giveUp = setTimeout(kill, KILL_WAIT_MS); // the counts below then fail
     const streams = Array.from({ length: REGISTRATION_STREAMS }, async () => {
-      while (!killed) {
+      while (!killed && !killing) {
         const request = register(instance.baseUrl, registrations.length);
         registrations.push(request);
         await request.outcome;
         killWhenReady();
       }
     });
-    while (!killed && count(registrations, 'answered') === 0) await new Promise((resolve) => setTimeout(resolve, 2));
-    for (const code of codes) {
+    while (!killed && answered(registrations) === 0) await new Promise((resolve) => setTimeout(resolve, 2));
+    for (const code of codes.slice(0, EXCHANGES)) {
       const request = exchange(instance.baseUrl, client, code);
       exchanges.push(request);
       void request.outcome.then(killWhenReady);

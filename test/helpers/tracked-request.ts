@@ -17,6 +17,8 @@ export interface TrackedRequest<T> {
   readonly inFlight: boolean;
   /** The whole answer has arrived. */
   readonly answered: boolean;
+  /** Resolves once the whole request has reached the socket (true), or failed before it did (false). */
+  readonly sent: Promise<boolean>;
   readonly outcome: Promise<Outcome<T>>;
 }
 
@@ -25,8 +27,10 @@ export function trackedPost<T>(url: string, headers: Record<string, string>, bod
   let sentWhole = false;
   let settled = false;
   let answered = false;
+  let onSent!: (whole: boolean) => void;
+  const sent = new Promise<boolean>((resolve) => { onSent = resolve; });
   const outcome = new Promise<Outcome<T>>((resolve) => {
-    const cut = () => { settled = true; resolve({ answered: false, sentWhole }); };
+    const cut = () => { settled = true; onSent(sentWhole); resolve({ answered: false, sentWhole }); };
     const req = http.request(url, { method: 'POST', agent: false, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -40,13 +44,14 @@ export function trackedPost<T>(url: string, headers: Record<string, string>, bod
         resolve({ answered: true, status: res.statusCode ?? 0, body: (text.startsWith('{') ? JSON.parse(text) : text) as T });
       });
     });
-    req.on('finish', () => { sentWhole = true; });
+    req.on('finish', () => { sentWhole = true; onSent(true); });
     req.on('error', cut);
     req.end(body);
   });
   return {
     get inFlight() { return sentWhole && !settled; },
     get answered() { return answered; },
+    sent,
     outcome,
   };
 }
