@@ -90,11 +90,6 @@ export interface AuditLog {
   inStatement(row: AuditRow): Write;
 }
 
-/**
- * `sql`: the request path's driver (store/database.ts `db.sql`); with it, an event recorded on
- * its own goes out with the writes other requests send in the same turn (store/write-batch.ts),
- * without Prisma. Without it (the CLI), through Prisma.
- */
 /** Audit rows written with a request's other writes: one CTE for those of every request in the statement. */
 const AUDIT_ROWS: Omit<Merged, 'values'> = {
   key: 'audit_events',
@@ -103,6 +98,11 @@ const AUDIT_ROWS: Omit<Merged, 'values'> = {
     SELECT event, actor, user_id, client_id, address, request_id, detail FROM ${v} WHERE ${ok} RETURNING 1`,
 };
 
+/**
+ * `sql`: the request path's driver (store/database.ts `db.sql`); with it, an event recorded on
+ * its own goes out with the writes other requests send in the same turn (store/write-batch.ts),
+ * without Prisma. Without it (the CLI), through Prisma.
+ */
 export function createAuditLog({ prisma, sql, logger }: { prisma: AuditWriter; sql?: HotSql; logger: Logger }): AuditLog {
   const insert = (tx: AuditWriter, row: AuditRow) => tx.auditEvent.create({
     data: {

@@ -39,7 +39,7 @@ export type Placeholder = (value: unknown) => string;
  * `gate` and `batch`; a write's `batch` and `gates`), then {@link columns}.
  */
 export interface Merged {
-  /** Parts with the same key share a CTE, whose statement the first one's {@link sql} gives. */
+  /** Parts with the same key and {@link columns} share a CTE, whose statement the first one's {@link sql} gives. */
   readonly key: string;
   /** The names of this kind's columns, in the order of {@link values}' expressions. */
   readonly columns: readonly string[];
@@ -136,8 +136,9 @@ class Statement {
     const gateKinds = new Map<string, { merged: Merged; rows: string[] }>();
     const writeKinds = new Map<string, { merged: Merged; rows: string[] }>();
     const kind = (kinds: typeof gateKinds, merged: Merged) => {
-      let found = kinds.get(merged.key);
-      if (!found) kinds.set(merged.key, found = { merged, rows: [] });
+      const id = `${merged.key}(${merged.columns.join(', ')})`; // rows of one CTE have the same columns
+      let found = kinds.get(id);
+      if (!found) kinds.set(id, found = { merged, rows: [] });
       return found.rows;
     };
     let gates = 0;
