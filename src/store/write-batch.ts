@@ -115,7 +115,8 @@ export class WriteBatch {
     if (this.empty) return;
     const statement = new Statement([this]);
     const [row = {}] = await sql<Row>(statement.text, statement.params);
-    statement.settle(row, 0);
+    const [error] = statement.outcomes(row);
+    if (error) throw error;
   }
 }
 
@@ -158,12 +159,12 @@ class Statement {
       for (const write of batch.writes) {
         if (write.merged) {
           const rows = write.merged.values(p);
-          for (const values of rows) kind(writeKinds, write.merged).push(`(${b}, ${this.#gatesOf[b]!.length}, ${values.join(', ')})`);
+          for (const values of rows) kind(writeKinds, write.merged).push(`(${b}, ${batch.gates.length}, ${values.join(', ')})`);
           named.set(write, rows.length);
         } else {
           const name = `${prefix(b)}w${unmerged++}`;
           named.set(write, name);
-          own.push(`${name} AS (${write.sql!(p, took(String(b), String(this.#gatesOf[b]!.length)))})`);
+          own.push(`${name} AS (${write.sql!(p, took(String(b), String(batch.gates.length)))})`);
           columns.push(`(SELECT count(*) FROM ${name})::int AS ${name}`);
         }
       }
@@ -180,18 +181,26 @@ class Statement {
     this.text = `WITH ${ctes.join(', ')} SELECT ${columns.length > 0 ? columns.join(', ') : 'true AS written'}`;
   }
 
-  /** Reads batch `b`'s outcome from `row`: throws the `refused()` of its first gate that did not take, or tells each write what it wrote. */
-  settle(row: Row, b: number): void {
-    const batch = this.#batches[b]!;
-    if (batch.gates.length > 0) {
-      const took = new Set(String(row.took ?? '').split(',').filter(Boolean).map(Number));
-      const refused = batch.gates.find((_, i) => !took.has(this.#gatesOf[b]![i]!));
-      if (refused) throw refused.refused();
-    }
-    for (const write of batch.writes) {
-      const counted = this.#writesOf[b]!.get(write)!;
-      write.written?.(typeof counted === 'number' ? counted : Number(row[counted] ?? 0)); // a merged write wrote each of its rows
-    }
+  /**
+   * Each batch's outcome from `row`, the statement's one row of results: the `refused()` of its
+   * first gate that did not take (it fails alone), or else nothing, once each of its writes was
+   * told what it wrote.
+   */
+  outcomes(row: Row): unknown[] {
+    const took = new Set(String(row.took ?? '').split(',').filter(Boolean).map(Number));
+    return this.#batches.map((batch, b) => {
+      try {
+        const refused = batch.gates.find((_, i) => !took.has(this.#gatesOf[b]![i]!));
+        if (refused) throw refused.refused();
+        for (const write of batch.writes) {
+          const counted = this.#writesOf[b]!.get(write)!;
+          write.written?.(typeof counted === 'number' ? counted : Number(row[counted] ?? 0)); // a merged write wrote each of its rows
+        }
+        return undefined;
+      } catch (error) {
+        return error;
+      }
+    });
   }
 }
 
@@ -234,15 +243,7 @@ async function sendStatement(sql: HotSql, batches: WriteBatch[]): Promise<[unkno
     for (const batch of batches) alone.push(...await sendStatement(sql, [batch]));
     return alone;
   }
-  // Each batch with its own outcome: its refused gate fails it alone.
-  return batches.map((_, b): [unknown, undefined] => {
-    try {
-      statement.settle(row, b);
-      return [null, undefined];
-    } catch (error) {
-      return [error, undefined];
-    }
-  });
+  return statement.outcomes(row).map((error): [unknown, undefined] => [error ?? null, undefined]);
 }
 
 const senders = new WeakMap<HotSql, (batch: WriteBatch) => Promise<void>>();
