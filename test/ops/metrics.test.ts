@@ -27,19 +27,31 @@ const openedBy = async (start: () => Promise<TestApp>) => {
   return { t, opened: listeningPorts().filter((port) => !before.has(port)).sort() };
 };
 
+/** `t`'s metrics, as the reference parser reads them. */
+async function scrapeOf(t: TestApp): Promise<Map<string, Family>> {
+  const res = await fetch(`http://127.0.0.1:${t.app.metricsPort}/metrics`);
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+  return parsePrometheusText(await res.text());
+}
+
+/** `t`'s metrics once a webhook delivery attempt with `outcome` is counted (it is, just after the receiver answers), or after 2.5 s. */
+async function scrapeOnceDelivered(t: TestApp, outcome: string): Promise<Map<string, Family>> {
+  let families = await scrapeOf(t);
+  for (let i = 0; i < 50 && !sampleValue(families, 'oauth_webhook_deliveries_total', { outcome }); i += 1) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    families = await scrapeOf(t);
+  }
+  return families;
+}
+
 describe('GET /metrics on METRICS_PORT', () => {
   let t: TestApp;
   let receiver: Receiver;
-  let scrape: () => Promise<Map<string, Family>>;
+  const scrape = () => scrapeOf(t);
   beforeAll(async () => {
     t = await startTestApp({ env: { METRICS_PORT: '0', TOKEN_RATE_LIMIT_PER_MINUTE: '3', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' } });
     receiver = await startReceiver();
-    scrape = async () => {
-      const res = await fetch(`http://127.0.0.1:${t.app.metricsPort}/metrics`);
-      expect(res.status).toBe(200);
-      expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
-      return parsePrometheusText(await res.text());
-    };
   });
   afterAll(async () => {
     await t?.close();
@@ -67,12 +79,7 @@ describe('GET /metrics on METRICS_PORT', () => {
     for (let i = 0; i < 3; i += 1) if ((await tokenRequest(t, { code: 'x', client_id: client.client_id, client_secret: client.client_secret })).status === 429) refused += 1;
     expect(refused).toBeGreaterThan(0);
     await receiver.next((hit) => hit.path === '/m', 5000);
-    // The attempt is recorded just after the receiver answers.
-    let after = await scrape();
-    for (let i = 0; i < 50 && !sampleValue(after, 'oauth_webhook_deliveries_total', { outcome: 'delivered' }); i += 1) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      after = await scrape();
-    }
+    const after = await scrapeOnceDelivered(t, 'delivered');
 
     expect(sampleValue(after, 'oauth_tokens_issued_total', { grant_type: 'authorization_code' })).toBe(1);
     expect(sampleValue(after, 'oauth_tokens_issued_total', { grant_type: 'refresh_token' })).toBe(1);
@@ -109,7 +116,7 @@ describe('GET /metrics: a blocked login, and a delivery waiting for its retry', 
     await t?.close();
     await receiver?.close();
   });
-  const scrape = async () => parsePrometheusText(await (await fetch(`http://127.0.0.1:${t.app.metricsPort}/metrics`)).text());
+  const scrape = () => scrapeOf(t);
 
   test('logins counted blocked once the guard holds the username and address', async () => {
     const user = await createUser(t);
@@ -132,11 +139,7 @@ describe('GET /metrics: a blocked login, and a delivery waiting for its retry', 
     const code = await obtainCode(t.baseUrl, client, user);
     expect((await tokenRequest(t, { code, client_id: client.client_id, client_secret: client.client_secret })).status).toBe(200);
     await receiver.next((hit) => hit.path === '/down', 5000);
-    let after = await scrape();
-    for (let i = 0; i < 50 && !sampleValue(after, 'oauth_webhook_deliveries_total', { outcome: 'pending' }); i += 1) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      after = await scrape();
-    }
+    let after = await scrapeOnceDelivered(t, 'pending');
     expect(sampleValue(after, 'oauth_webhook_deliveries_total', { outcome: 'pending' })).toBe(1);
     expect(sampleValue(after, 'oauth_webhook_deliveries_total', { outcome: 'delivered' }) ?? 0).toBe(0);
     await new Promise((resolve) => setTimeout(resolve, 1100));
