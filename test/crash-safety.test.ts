@@ -113,11 +113,11 @@ describe('kill -9 during exchanges and registrations, then a restart', () => {
     const killWhenReady = () => {
       if (killing || answered(exchanges) < 4 || answered(registrations) < 1) return;
       killing = true;
-      const last = [
-        ...codes.slice(EXCHANGES).map((code) => exchanges[exchanges.push(exchange(instance.baseUrl, client, code)) - 1]!),
-        ...Array.from({ length: SENT_AT_KILL }, () => registrations[registrations.push(register(instance.baseUrl, registrations.length)) - 1]!),
-      ];
-      void Promise.all(last.map((r) => r.sent)).then(kill);
+      const lastExchanges = codes.slice(EXCHANGES).map((code) => exchange(instance.baseUrl, client, code));
+      const lastRegistrations = Array.from({ length: SENT_AT_KILL }, (_, i) => register(instance.baseUrl, registrations.length + i));
+      exchanges.push(...lastExchanges);
+      registrations.push(...lastRegistrations);
+      void Promise.all([...lastExchanges, ...lastRegistrations].map((r) => r.sent)).then(kill);
     };
     const giveUp = setTimeout(kill, KILL_WAIT_MS); // the counts below then fail
     const streams = Array.from({ length: REGISTRATION_STREAMS }, async () => {
