@@ -13,7 +13,7 @@ import type { Adapter, AdapterPayload } from './adapter.js';
 export function clientMetadata(client: Client): AdapterPayload {
   return {
     client_id: client.clientId,
-    client_secret: client.clientSecretHash,
+    client_secret: client.clientSecretHash ?? undefined,
     client_name: client.clientName,
     redirect_uris: [client.redirectUri],
     grant_types: ['authorization_code', 'refresh_token'],

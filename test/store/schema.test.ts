@@ -53,7 +53,7 @@ describe('every model through the generated client', () => {
     });
     expect(created).toEqual({
       clientId, clientSecretHash: 'a'.repeat(64), clientName: 'App', redirectUri: 'https://app.example/cb',
-      createdAt: expect.any(Date), updatedAt: expect.any(Date),
+      createdAt: expect.any(Date), updatedAt: expect.any(Date), registration: 'spec', metadata: {}, lastUsedAt: null,
     });
     expect(await prisma.client.findUnique({ where: { clientId } })).toEqual(created);
 
@@ -65,6 +65,30 @@ describe('every model through the generated client', () => {
 
     await prisma.client.delete({ where: { clientId } });
     expect(await prisma.client.findUnique({ where: { clientId } })).toBeNull();
+  });
+
+  test('Client registered with RFC 7591: metadata as JSON, no secret for a public client; a spec client must have one', async () => {
+    const clientId = randomUUID();
+    const metadata = { redirect_uris: ['http://127.0.0.1/cb', 'com.example.app:/cb'], token_endpoint_auth_method: 'none', application_type: 'native' };
+    const lastUsedAt = new Date(Math.floor(Date.now() / 1000) * 1000);
+    const created = await prisma.client.create({
+      data: { clientId, clientName: 'CLI', redirectUri: 'http://127.0.0.1/cb', registration: 'rfc7591', metadata, lastUsedAt },
+    });
+    expect(created).toMatchObject({ clientSecretHash: null, registration: 'rfc7591', metadata, lastUsedAt });
+    await expect(prisma.client.create({ data: { clientId: randomUUID(), clientName: 'No secret', redirectUri: 'https://app.example/cb' } }))
+      .rejects.toThrow(/clients_secret_check/);
+    await expect(prisma.client.create({ data: { clientId: randomUUID(), clientSecretHash: 'h', clientName: 'X', redirectUri: 'https://app.example/cb', registration: 'other' } }))
+      .rejects.toThrow(/clients_registration_check/);
+    await prisma.client.delete({ where: { clientId } });
+  });
+
+  test('ResourceServer: create with text[] scopes, read; one URI with and without a trailing slash is one resource', async () => {
+    const uri = `https://api.example/${randomUUID()}`;
+    const created = await prisma.resourceServer.create({ data: { uri, name: 'API', scopes: ['api:read', 'api:write'], accessTokenTtl: 600 } });
+    expect(created).toEqual({ uri, name: 'API', scopes: ['api:read', 'api:write'], accessTokenTtl: 600, createdAt: expect.any(Date) });
+    await expect(prisma.resourceServer.create({ data: { uri: `${uri}/`, name: 'Again', scopes: ['x'], accessTokenTtl: 60 } }))
+      .rejects.toMatchObject({ code: 'P2002' });
+    await prisma.resourceServer.delete({ where: { uri } });
   });
 
   test('OidcModel: create with the composite key, JSON payload and nulls; read, update, delete', async () => {
@@ -142,7 +166,7 @@ describe('every model through the generated client', () => {
   });
 
   test('the tests above cover every model the client knows', () => {
-    expect(Object.values(Prisma.ModelName).sort()).toEqual(['AuditEvent', 'Client', 'OidcModel', 'User', 'WebhookDelivery', 'WebhookEndpoint']);
+    expect(Object.values(Prisma.ModelName).sort()).toEqual(['AuditEvent', 'Client', 'OidcModel', 'ResourceServer', 'User', 'WebhookDelivery', 'WebhookEndpoint']);
   });
 });
 
