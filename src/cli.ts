@@ -16,6 +16,7 @@ import { DatabaseError } from './cli/admin.js';
 import { ArgumentError, UsageError } from './cli/args.js';
 import { AUDIT_VERBS } from './cli/audit.js';
 import { CLIENT_VERBS } from './cli/clients.js';
+import { RESOURCE_VERBS } from './cli/resources.js';
 import { SETUP_VERBS } from './cli/setup.js';
 import { TOKEN_VERBS } from './cli/tokens.js';
 import { USER_VERBS } from './cli/users.js';
@@ -23,11 +24,12 @@ import { operatorContext } from './cli/verb.js';
 import type { Verb, VerbTable } from './cli/verb.js';
 import { ConfigError } from './config.js';
 import { DatabaseInUseError } from './store/embedded-postgres.js';
+import { ResourceInputError } from './resources/resource-rules.js';
 
-const VERBS: VerbTable = { ...USER_VERBS, ...CLIENT_VERBS, ...TOKEN_VERBS, ...AUDIT_VERBS, ...SETUP_VERBS };
+const VERBS: VerbTable = { ...USER_VERBS, ...CLIENT_VERBS, ...RESOURCE_VERBS, ...TOKEN_VERBS, ...AUDIT_VERBS, ...SETUP_VERBS };
 
 /** Errors an operator can act on: said in one line, without a stack trace. */
-const REFUSALS = [NotFoundError, ArgumentError, UserInputError, ClientInputError, ConfigError, DatabaseInUseError, DatabaseError];
+const REFUSALS = [NotFoundError, ArgumentError, UserInputError, ClientInputError, ResourceInputError, ConfigError, DatabaseInUseError, DatabaseError];
 
 const usageOf = (name: string, verb: Verb) => `usage: node dist/cli.js ${name}${verb.usage ? ` ${verb.usage}` : ''}`;
 

@@ -8,6 +8,8 @@
 import path from 'node:path';
 import { LOG_LEVELS } from './ops/logger.js';
 import type { LogLevel } from './ops/logger.js';
+import { matchKey, resourceDeclaration, ResourceInputError } from './resources/resource-rules.js';
+import type { ResourceDeclaration } from './resources/resource-rules.js';
 
 export interface Config {
   readonly nodeEnv: 'development' | 'production' | 'test';
@@ -53,6 +55,29 @@ export interface Config {
   readonly metricsPort: number | undefined;
   /** AUDIT_RETENTION_DAYS: audit rows older than this are deleted by the cleanup job. */
   readonly auditRetentionDays: number;
+  /** Clients that bring themselves (RFC 7591, metadata documents) and declared resources: see {@link StandardClients}. */
+  readonly standardClients: StandardClients;
+}
+
+/** docs/mcp.md and docs/native-and-browser-apps.md describe each variable. */
+export interface StandardClients {
+  /** REGISTRATION_INITIAL_ACCESS_TOKEN: required as a Bearer token by RFC 7591 registration (§3); unset, registration is open. */
+  readonly registrationInitialAccessToken: string | undefined;
+  /** DYNAMIC_CLIENT_IDLE_DAYS: a self-registered client that obtained no token for this long is removed by the cleanup job. */
+  readonly dynamicClientIdleDays: number;
+  /** Fetching Client ID Metadata Documents (CLIENT_METADATA_*). */
+  readonly metadataDocuments: {
+    /** Fetch from loopback and private networks too (development, tests); never link-local or metadata addresses. */
+    readonly allowPrivateNetworks: boolean;
+    /** One fetch: DNS, connect, TLS, the whole body. */
+    readonly timeoutMs: number;
+    readonly maxBytes: number;
+    /** How long a document is kept: its Cache-Control max-age (or Expires), within these bounds. */
+    readonly cacheMinSeconds: number;
+    readonly cacheMaxSeconds: number;
+  };
+  /** RESOURCES: resource servers declared in configuration (beside those of resources:add). */
+  readonly resources: readonly ResourceDeclaration[];
 }
 
 /**
@@ -188,6 +213,61 @@ function webhookTimes(env: Env): { webhookAttemptMs: number; webhookLeaseMs: num
   return { webhookAttemptMs, webhookLeaseMs };
 }
 
+/**
+ * RESOURCES: a JSON array of `{"uri", "scopes", "name"?, "access_token_ttl"?}`, `scopes` a
+ * space-separated string as `resources:add --scopes` takes it.
+ */
+function declaredResources(env: Env): ResourceDeclaration[] {
+  const raw = read(env, 'RESOURCES');
+  if (raw === undefined) return [];
+  const problem = (text: string) => new ConfigError('RESOURCES', `${text} (a JSON array of {"uri": …, "scopes": "a b", "name"?: …, "access_token_ttl"?: seconds})`);
+  let entries: unknown;
+  try {
+    entries = JSON.parse(raw);
+  } catch {
+    throw problem('is not JSON');
+  }
+  if (!Array.isArray(entries)) throw problem('must be an array');
+  const seen = new Set<string>();
+  return entries.map((entry: unknown, index) => {
+    const { uri, scopes, name, access_token_ttl: ttl } = (entry ?? {}) as Record<string, unknown>;
+    if (typeof uri !== 'string' || typeof scopes !== 'string' || (name !== undefined && typeof name !== 'string') || (ttl !== undefined && typeof ttl !== 'number')) {
+      throw problem(`entry ${index} must have a string uri and scopes`);
+    }
+    try {
+      const declared = resourceDeclaration({ uri, scopes, name, accessTokenTtl: ttl });
+      if (seen.has(matchKey(uri))) throw new ResourceInputError(`${uri} is declared twice`);
+      seen.add(matchKey(uri));
+      return declared;
+    } catch (error) {
+      if (error instanceof ResourceInputError) throw problem(`entry ${index}: ${error.message}`);
+      throw error;
+    }
+  });
+}
+
+function standardClients(env: Env): StandardClients {
+  const token = read(env, 'REGISTRATION_INITIAL_ACCESS_TOKEN');
+  if (token !== undefined && !/^[\x21-\x7e]{32,}$/.test(token)) {
+    throw new ConfigError('REGISTRATION_INITIAL_ACCESS_TOKEN', 'must be at least 32 printable characters without spaces');
+  }
+  const cacheMinSeconds = integer(env, 'CLIENT_METADATA_CACHE_MIN_SECONDS', 30, 0, 86_400);
+  const cacheMaxSeconds = integer(env, 'CLIENT_METADATA_CACHE_MAX_SECONDS', 86_400, 0, 7 * 86_400);
+  if (cacheMaxSeconds < cacheMinSeconds) throw new ConfigError('CLIENT_METADATA_CACHE_MAX_SECONDS', `must not be below CLIENT_METADATA_CACHE_MIN_SECONDS (${cacheMinSeconds})`);
+  return Object.freeze({
+    registrationInitialAccessToken: token,
+    dynamicClientIdleDays: integer(env, 'DYNAMIC_CLIENT_IDLE_DAYS', 30, 1, 36_500),
+    metadataDocuments: Object.freeze({
+      allowPrivateNetworks: boolean(env, 'CLIENT_METADATA_ALLOW_PRIVATE_NETWORKS'),
+      timeoutMs: integer(env, 'CLIENT_METADATA_TIMEOUT_MS', 5000, 100, 60_000),
+      maxBytes: integer(env, 'CLIENT_METADATA_MAX_BYTES', 5120, 256, 1_048_576),
+      cacheMinSeconds,
+      cacheMaxSeconds,
+    }),
+    resources: Object.freeze(declaredResources(env).map((resource) => Object.freeze({ ...resource, scopes: Object.freeze([...resource.scopes]) }))),
+  });
+}
+
 /** Parses the environment. Throws {@link ConfigError} naming the first bad variable. */
 export function loadConfig(env: Env): Config {
   const nodeEnvRaw = read(env, 'NODE_ENV') ?? 'development';
@@ -252,6 +332,7 @@ export function loadConfig(env: Env): Config {
     webhookLeaseMs,
     webhookAllowPrivateNetworks: boolean(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'),
     auditRetentionDays: integer(env, 'AUDIT_RETENTION_DAYS', 90, 1, 36_500),
+    standardClients: standardClients(env),
     cookieKeys: keys ? Object.freeze(keys) : undefined,
     jwksFile,
     trustProxy,

@@ -17,6 +17,11 @@ export const ERROR_STATUS = {
   unsupported_grant_type: 400,
   unsupported_response_type: 400,
   invalid_scope: 400,
+  /** RFC 8707 §2: a `resource` that names no declared resource server. */
+  invalid_target: 400,
+  /** RFC 7591 §3.2.2: a registration's redirect URIs, or its other metadata, cannot be used. */
+  invalid_redirect_uri: 400,
+  invalid_client_metadata: 400,
   access_denied: 403,
   insufficient_scope: 403,
   not_found: 404,
@@ -75,9 +80,10 @@ export class StoreUnavailableError extends errors.OIDCProviderError {
 }
 
 /**
- * Provider codes renamed for the spec. `invalid_redirect_uri` (RFC 7591) is not among the
- * spec's codes; an unacceptable redirect_uri is an invalid parameter, i.e. `invalid_request`
- * (RFC 6749 §4.1.2.1).
+ * Provider codes renamed for the spec. The provider says `invalid_redirect_uri` (an RFC 7591
+ * code) of an authorization request's redirect_uri, which is an invalid parameter there, i.e.
+ * `invalid_request` (RFC 6749 §4.1.2.1). Registration (clients/dynamic-registration.ts) answers
+ * RFC 7591's own codes with its own errors, which this does not rename.
  */
 const FROM_PROVIDER: Record<string, string> = {
   invalid_redirect_uri: 'invalid_request',

@@ -68,6 +68,12 @@ describe('loadConfig defaults', () => {
       logLevel: 'info',
       metricsPort: undefined,
       auditRetentionDays: 90,
+      standardClients: {
+        registrationInitialAccessToken: undefined,
+        dynamicClientIdleDays: 30,
+        metadataDocuments: { allowPrivateNetworks: false, timeoutMs: 5000, maxBytes: 5120, cacheMinSeconds: 30, cacheMaxSeconds: 86_400 },
+        resources: [],
+      },
     });
   });
 

@@ -25,6 +25,8 @@ export const AUDIT_EVENTS = {
   'user.enabled': 'an operator enabled a disabled user (users:enable)',
   'user.deleted': 'an operator deleted a user (users:delete)',
   'user.password_set': 'an operator set a user’s password (users:set-password)',
+  'resource.added': 'an operator declared a resource server (resources:add)',
+  'resource.removed': 'an operator removed a declared resource server (resources:remove)',
   'webhook.endpoint_added': 'a client added a webhook endpoint (settings page, /api/webhooks.php)',
   'webhook.endpoint_removed': 'a client removed a webhook endpoint (settings page, /api/webhooks.php)',
 } as const;

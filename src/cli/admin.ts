@@ -26,6 +26,8 @@ import { openDatabase } from '../store/database.js';
 import type { Database } from '../store/database.js';
 import { migrate } from '../store/migrate.js';
 import { errorChain, isStoreFailure } from '../store/store-failure.js';
+import { createResourceStore } from '../resources/resource-store.js';
+import type { ResourceStore } from '../resources/resource-store.js';
 import { createWebhookService } from '../webhooks/webhook-service.js';
 
 /**
@@ -53,6 +55,8 @@ export interface Admin {
   readonly users: UserAdmin;
   readonly clients: ClientAdmin;
   readonly apps: AuthorizedApps;
+  /** Declared resource servers (RESOURCES and resources:add). */
+  readonly resources: ResourceStore;
   /** For reads the admin services do not cover (the audit trail). */
   readonly prisma: PrismaClient;
 }
@@ -106,6 +110,7 @@ export function withAdmin<T>(use: (admin: Admin) => Promise<T>): Promise<T> {
       users: createUserAdmin({ users, changes }),
       clients: createClientAdmin({ prisma, settings: createClientSettings(changes), changes }),
       apps: createAuthorizedApps({ prisma }),
+      resources: createResourceStore({ prisma, configured: config.standardClients.resources, audit }),
       prisma,
     });
   }, { config });
