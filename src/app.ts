@@ -25,6 +25,7 @@ import { verifyClientSecret } from './clients/secret.js';
 import { openDatabase } from './store/database.js';
 import type { Database } from './store/database.js';
 import { startCleanup } from './store/cleanup.js';
+import { createResourceStore } from './resources/resource-store.js';
 import { HUNG_PAUSE_MS, storeGuard } from './store/store-failure.js';
 import { clientHasWebhooks, createHotReads } from './store/hot-reads.js';
 import { pendingWrites, requestMemo, sendWrites } from './store/request-memo.js';
@@ -171,6 +172,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   // A change, its webhook events and its audit rows: one transaction.
   const changes = auditedChanges(webhooks, audit);
   const clientSettings = createClientSettings(changes);
+  const resources = createResourceStore({ prisma: db.prisma, configured: config.standardClients.resources, audit });
 
   const provider = createProvider({
     config,
@@ -187,6 +189,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
       respondError(ctx, { error, error_description: String(out.error_description ?? '') }, specStatus(error, ctx.status >= 400 ? ctx.status : 400));
     },
     verifyClientSecret,
+    findResource: resources.find,
   });
   provider.on('server_error', (ctx, error) => log(error, ctx));
   provider.on('grant.success', (ctx) => metrics.tokenIssued(String(ctx.oidc.params?.grant_type)));
@@ -256,6 +259,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
       answerUntrusted: respondError,
       admitClient: tokenAdmission(tokenByClient),
       usernameOf,
+      resourceScope: async (indicator) => (await resources.find(indicator))?.scopes.join(' '),
     }))
     .use(sendWrites(guards.durable)) // the provider's writes, with its events', before the glue sees the answer
     .use(tokenEvents.settle)

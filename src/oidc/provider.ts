@@ -13,6 +13,8 @@ import type { Config } from '../config.js';
 import type { Keys } from '../store/keys.js';
 import type { AdapterFor } from './adapter.js';
 import { CLAIMS } from './find-account.js';
+import { JWT_ACCESS_TOKEN_FORMATS, resourceIndicators } from './resource-indicators.js';
+import type { FindResource } from './resource-indicators.js';
 import { interactionPath, ROUTES } from './routes.js';
 
 export interface ProviderDependencies {
@@ -24,6 +26,8 @@ export interface ProviderDependencies {
   renderError: NonNullable<Configuration['renderError']>;
   /** Compares a presented client secret with the stored digest. */
   verifyClientSecret: (presented: string, storedDigest: string) => boolean;
+  /** The declared resource server a `resource` (RFC 8707) names, if any. */
+  findResource: FindResource;
 }
 
 /** Signing algorithms without HS*: client_secret holds a digest, so no key may derive from it. */
@@ -102,7 +106,8 @@ export function createProvider(deps: ProviderDependencies): Provider {
       return grant;
     },
     ttl: {
-      AccessToken: config.accessTokenTtl,
+      // A resource server's JWT lives its declared TTL; the userinfo token ACCESS_TOKEN_TTL.
+      AccessToken: (_ctx, token) => token.resourceServer?.accessTokenTTL ?? config.accessTokenTtl,
       AuthorizationCode: config.authorizationCodeTtl,
       IdToken: 3600,
       Interaction: 3600,
@@ -147,7 +152,10 @@ export function createProvider(deps: ProviderDependencies): Provider {
       encryption: { enabled: false },
       dPoP: { enabled: false },
       claimsParameter: { enabled: false },
+      // RFC 8707: a declared resource gets an RFC 9068 JWT for it alone; others invalid_target.
+      resourceIndicators: resourceIndicators(deps.findResource),
     },
+    formats: JWT_ACCESS_TOKEN_FORMATS,
     // Served at /.well-known/openid-configuration and (RFC 8414) /.well-known/oauth-authorization-server.
     discovery: {
       revocation_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,

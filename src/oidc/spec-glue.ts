@@ -24,6 +24,8 @@ export interface GlueDependencies {
   admitClient: (ctx: Context, clientId: string | undefined) => Promise<boolean>;
   /** The login name of an account (introspection reports it), undefined if there is none. */
   usernameOf: (accountId: string) => Promise<string | undefined>;
+  /** The scopes declared for the resource server `indicator` names (space-separated), if it names one. */
+  resourceScope: (indicator: string) => Promise<string | undefined>;
 }
 
 export function specGlue(deps: GlueDependencies): Middleware {
@@ -57,7 +59,12 @@ async function authorize(ctx: Context, next: Next, deps: GlueDependencies) {
     return refuse('client_id is malformed');
   }
   if (redirectUri === undefined || redirectUri === '') return refuse("missing required parameter 'redirect_uri'");
-  if (scope === undefined || typeof scope === 'string') {
+  if (ctx.query.resource !== undefined) {
+    // RFC 8707: a request for a resource server's token asks for that server's scopes, not for
+    // the profile's `openid`; one without `scope` asks for every scope declared for it.
+    const declared = scope === undefined && typeof ctx.query.resource === 'string' ? await deps.resourceScope(ctx.query.resource) : undefined;
+    if (declared) ctx.query = { ...ctx.query, scope: declared };
+  } else if (scope === undefined || typeof scope === 'string') {
     const scopes = new Set((scope ?? '').split(' ').filter(Boolean));
     if (!scopes.has('openid')) ctx.query = { ...ctx.query, scope: ['openid', ...scopes].join(' ') };
   }
