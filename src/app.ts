@@ -21,7 +21,8 @@ import { createClientSettings } from './clients/client-settings.js';
 import { createAuditLog } from './audit/audit-log.js';
 import { auditedChanges } from './audit/audited-changes.js';
 import { providerAudit } from './audit/provider-audit.js';
-import { verifyClientSecret } from './clients/secret.js';
+import { isWellFormedClientId, verifyClientSecret } from './clients/secret.js';
+import { dynamicRegistration } from './clients/dynamic-registration.js';
 import { openDatabase } from './store/database.js';
 import type { Database } from './store/database.js';
 import { startCleanup } from './store/cleanup.js';
@@ -36,7 +37,7 @@ import { connectRedis } from './store/redis.js';
 import { loadKeys } from './store/keys.js';
 import { createAdapterFactory } from './oidc/adapter.js';
 import { createAuthorizedApps } from './oidc/authorized-apps.js';
-import { clientAdapter } from './oidc/client-adapter.js';
+import { checkRegisteredMetadata, clientAdapter } from './oidc/client-adapter.js';
 import { createFindAccount } from './oidc/find-account.js';
 import { loginSessions } from './oidc/login-session.js';
 import { memoryAdapters } from './oidc/memory-adapter.js';
@@ -240,7 +241,11 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     // (outbox messages, audit rows) joins that statement, sent before the response leaves.
     .use(requestMemo(guards.durable, tokenLookAhead))
     .use(openapiDocument()) // issue 11: the API's description, from openapi.json
-    .use(registerRoutes({ clients, views, body }).routes())
+    .use(registerRoutes({ clients, views, body, dynamic: dynamicRegistration({
+      clients,
+      initialAccessToken: config.standardClients.registrationInitialAccessToken,
+      check: checkRegisteredMetadata(provider),
+    }) }).routes())
     .use(settingsRoutes({ findClient: clients.find, settings: clientSettings, webhooks, views, body, clock }).routes())
     .use(webhooksApi({ findClient: clients.find, webhooks, body }).routes())
     .use(interactionRoutes({
@@ -260,6 +265,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
       admitClient: tokenAdmission(tokenByClient),
       usernameOf,
       resourceScope: async (indicator) => (await resources.find(indicator))?.scopes.join(' '),
+      isPublicClient: async (clientId) => isWellFormedClientId(clientId) && (await hot.findClient(clientId))?.clientSecretHash === null,
     }))
     .use(sendWrites(guards.durable)) // the provider's writes, with its events', before the glue sees the answer
     .use(tokenEvents.settle)

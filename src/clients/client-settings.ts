@@ -8,7 +8,7 @@
  */
 import type { AuditContext } from '../audit/audit-log.js';
 import type { ChangeTransaction } from '../audit/audited-changes.js';
-import type { Client } from '../generated/prisma/client.js';
+import type { Client, Prisma } from '../generated/prisma/client.js';
 import { ClientInputError, validName, validRedirectUri } from './client-store.js';
 import { generateClientSecret, hashClientSecret } from './secret.js';
 
@@ -17,6 +17,12 @@ export interface ClientSettings {
   update(clientId: string, input: { clientName?: unknown; redirectUri?: unknown }, context: AuditContext): Promise<{ client: Client; changed: string[] }>;
   /** A new secret, returned this once; the old one stops working at once. */
   rotateSecret(clientId: string, context: AuditContext): Promise<{ client: Client; clientSecret: string }>;
+}
+
+/** An RFC 7591 client's redirect URIs are its metadata's: the one URI set here replaces them all. */
+function registeredRedirect(client: Client, redirectUri: string): { metadata?: Prisma.InputJsonObject } {
+  if (client.registration !== 'rfc7591') return {};
+  return { metadata: { ...(client.metadata as Prisma.JsonObject), redirect_uris: [redirectUri] } as Prisma.InputJsonObject };
 }
 
 export function createClientSettings(changes: ChangeTransaction): ClientSettings {
@@ -34,7 +40,7 @@ export function createClientSettings(changes: ChangeTransaction): ClientSettings
         if (changed.length === 0) return { client: before, changed };
         const client = await tx.client.update({
           where: { clientId },
-          data: { ...(clientName !== undefined ? { clientName } : {}), ...(redirectUri !== undefined ? { redirectUri } : {}) },
+          data: { ...(clientName !== undefined ? { clientName } : {}), ...(redirectUri !== undefined ? { redirectUri, ...registeredRedirect(before, redirectUri) } : {}) },
         });
         const values = { client_id: clientId, client_name: client.clientName, redirect_uri: client.redirectUri, changed };
         await raise('client.updated', values);

@@ -1,12 +1,14 @@
 /**
- * Registered client applications. A registration and its audit row (`client.registered`) are
- * written in one transaction.
+ * Registered client applications, whichever dialect registered them: the spec's own shape at
+ * /api/register.php ({@link ClientStore.register}) or RFC 7591 ({@link ClientStore.registerDynamic}).
+ * A registration and its audit row (`client.registered`) are written in one transaction.
  *
  * @example const { client, clientSecret } = await clients.register({ clientName: 'Demo', redirectUri }, requestContext(ctx, ANONYMOUS));
  */
 import { ANONYMOUS } from '../audit/audit-events.js';
 import type { AuditContext, AuditLog } from '../audit/audit-log.js';
-import type { Client, PrismaClient } from '../generated/prisma/client.js';
+import type { Client, Prisma, PrismaClient } from '../generated/prisma/client.js';
+import type { RegisteredMetadata } from './client-metadata.js';
 import { redirectUriProblem } from './redirect-uri.js';
 import { generateClientId, generateClientSecret, hashClientSecret } from './secret.js';
 
@@ -19,6 +21,12 @@ export class ClientInputError extends Error {
 export interface ClientStore {
   /** Validates and registers a client; the plaintext secret is returned this once only. Registration is open: `context` defaults to an anonymous actor. */
   register(input: { clientName: unknown; redirectUri: unknown }, context?: AuditContext): Promise<{ client: Client; clientSecret: string }>;
+  /**
+   * Registers an RFC 7591 client with its metadata as registered (client-metadata.ts checked
+   * it): a secret for a confidential client, returned this once; none for a public one
+   * (token_endpoint_auth_method "none"). Without client_name, its client_id is its name (§2).
+   */
+  registerDynamic(metadata: RegisteredMetadata, context: AuditContext): Promise<{ client: Client; clientSecret: string | undefined }>;
   find(clientId: string): Promise<Client | null>;
 }
 
@@ -58,6 +66,29 @@ export function createClientStore(prisma: PrismaClient, audit: AuditLog): Client
           data: { clientId: generateClientId(), clientSecretHash: hashClientSecret(clientSecret), clientName, redirectUri },
         });
         await write(tx, 'client.registered', { client: created.clientId, detail: { client_name: clientName, redirect_uri: redirectUri } }, context);
+        return created;
+      }));
+      return { client, clientSecret };
+    },
+    async registerDynamic(metadata, context) {
+      const clientSecret = metadata.token_endpoint_auth_method === 'none' ? undefined : generateClientSecret();
+      const clientId = generateClientId();
+      const client = await audit.within((write) => prisma.$transaction(async (tx) => {
+        const created = await tx.client.create({
+          data: {
+            clientId,
+            clientSecretHash: clientSecret === undefined ? null : hashClientSecret(clientSecret),
+            clientName: metadata.client_name ?? clientId,
+            redirectUri: metadata.redirect_uris[0]!,
+            registration: 'rfc7591',
+            metadata: metadata as unknown as Prisma.InputJsonObject,
+          },
+        });
+        const detail = {
+          client_name: created.clientName, redirect_uris: metadata.redirect_uris, registration: 'rfc7591',
+          token_endpoint_auth_method: metadata.token_endpoint_auth_method, application_type: metadata.application_type,
+        };
+        await write(tx, 'client.registered', { client: clientId, detail }, context);
         return created;
       }));
       return { client, clientSecret };

@@ -15,7 +15,7 @@ import type { AdapterFor } from './adapter.js';
 import { CLAIMS } from './find-account.js';
 import { JWT_ACCESS_TOKEN_FORMATS, resourceIndicators } from './resource-indicators.js';
 import type { FindResource } from './resource-indicators.js';
-import { interactionPath, ROUTES } from './routes.js';
+import { interactionPath, REGISTRATION_PATH, ROUTES } from './routes.js';
 
 export interface ProviderDependencies {
   config: Config;
@@ -34,6 +34,9 @@ export interface ProviderDependencies {
 const ASYMMETRIC = ['RS256', 'PS256', 'ES256', 'EdDSA'];
 
 const CLIENT_AUTH_METHODS: ('client_secret_post' | 'client_secret_basic')[] = ['client_secret_post', 'client_secret_basic'];
+
+/** RFC 6749 §2.1: a public client (a native or browser app) has no secret; it names itself by client_id. */
+const PUBLIC = 'none';
 
 const epochTime = () => Math.floor(Date.now() / 1000);
 
@@ -73,12 +76,14 @@ export function createProvider(deps: ProviderDependencies): Provider {
     renderError: deps.renderError,
     routes: ROUTES,
     responseTypes: ['code'],
-    clientAuthMethods: CLIENT_AUTH_METHODS,
+    clientAuthMethods: [...CLIENT_AUTH_METHODS, PUBLIC],
     scopes: ['openid', 'profile', 'email'],
     claims: CLAIMS,
-    // A PKCE challenge is verified whenever the client sent one; clients without PKCE work.
-    // Only S256 exists in oidc-provider 9. @see RFC 7636 §4.6, RFC 9700 §2.1.1
-    pkce: { required: () => false },
+    // A PKCE challenge is verified whenever the client sent one; confidential clients without
+    // PKCE work. A public client must use it: its code_verifier is all that binds the code to it
+    // (a request without one goes back to the client as invalid_request). Only S256 exists in
+    // oidc-provider 9. @see RFC 7636 §4.6, RFC 9700 §2.1.1, RFC 8252 §6
+    pkce: { required: (_ctx, client) => client.clientAuthMethod === PUBLIC },
     // The spec's code has no redirect_uri at the token endpoint; the provider fills in a
     // client's single registered URI. spec-glue.ts still demands it at authorization.
     allowOmittingSingleRegisteredRedirectUri: true,
@@ -136,7 +141,16 @@ export function createProvider(deps: ProviderDependencies): Provider {
       devInteractions: { enabled: false },
       userinfo: { enabled: true },
       registration: { enabled: false },
-      introspection: { enabled: true, allowedPolicy: ownToken },
+      // RFC 7662 §2.1: introspection needs client authentication; a public client has none.
+      introspection: {
+        enabled: true,
+        allowedPolicy: (ctx, client, token) => {
+          if (client.clientAuthMethod === PUBLIC) {
+            throw Object.assign(new errors.InvalidClientAuth(), { error_description: 'introspection requires client authentication, which a public client cannot give' });
+          }
+          return ownToken(ctx, client, token);
+        },
+      },
       // Another client's token: refused with invalid_request (RFC 7009 §2.1 "the request is
       // refused"), and the token stays valid. Unknown tokens still get 200 (§2.2).
       revocation: {
@@ -158,8 +172,11 @@ export function createProvider(deps: ProviderDependencies): Provider {
     formats: JWT_ACCESS_TOKEN_FORMATS,
     // Served at /.well-known/openid-configuration and (RFC 8414) /.well-known/oauth-authorization-server.
     discovery: {
-      revocation_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
+      // RFC 7009 §2.1: a public client may revoke its own tokens with its client_id alone.
+      revocation_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS, PUBLIC],
       introspection_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
+      // RFC 7591 beside the spec's registration (ui/register.ts, clients/dynamic-registration.ts).
+      registration_endpoint: `${config.baseUrl}${REGISTRATION_PATH}`,
     },
   });
 

@@ -15,6 +15,12 @@ export const ROUTES = {
   introspection: '/api/introspect.php',
 } as const;
 
+/**
+ * The registration page, and RFC 7591's registration endpoint in the same place (discovery's
+ * `registration_endpoint`): the two dialects are told apart by `redirect_uris` (ui/register.ts).
+ */
+export const REGISTRATION_PATH = '/api/register.php';
+
 /** Where the provider serves its metadata (RFC 8414 and OpenID Connect Discovery). */
 export const DISCOVERY_PATHS: readonly string[] = [
   '/.well-known/oauth-authorization-server',

@@ -26,6 +26,8 @@ export interface GlueDependencies {
   usernameOf: (accountId: string) => Promise<string | undefined>;
   /** The scopes declared for the resource server `indicator` names (space-separated), if it names one. */
   resourceScope: (indicator: string) => Promise<string | undefined>;
+  /** Whether `clientId` names a public client (token_endpoint_auth_method none: no secret). */
+  isPublicClient: (clientId: string) => Promise<boolean>;
 }
 
 export function specGlue(deps: GlueDependencies): Middleware {
@@ -188,22 +190,33 @@ async function token(ctx: Context, next: Next, deps: GlueDependencies) {
   if (budgeted) noteClient(ctx, budgeted); // logged even when its authentication fails
   if (!(await deps.admitClient(ctx, budgeted))) return;
   params.grant_type ??= 'authorization_code';
+  (ctx.request as { body?: unknown }).body = params; // before any client lookup: its look-ahead reads the form
   const basic = ctx.get('authorization') !== '';
   const required = [
     ...(params.grant_type === 'authorization_code' ? ['code'] : []),
     ...(params.grant_type === 'refresh_token' ? ['refresh_token'] : []),
-    ...(basic ? [] : ['client_id', 'client_secret']),
+    ...(basic ? [] : ['client_id', ...(await publicWithoutSecret(params, deps) ? [] : ['client_secret'])]),
   ];
   const missing = required.filter((name) => params[name] === undefined || params[name] === '');
   if (missing.length > 0) {
     throw new ServiceError('invalid_request', `missing required parameter${missing.length > 1 ? 's' : ''} ${missing.map((m) => `'${m}'`).join(', ')}`);
   }
-  (ctx.request as { body?: unknown }).body = params;
   await next();
   const body = ctx.body as Partial<ErrorBody> | undefined;
   if (params.grant_type === 'authorization_code' && body?.error === 'invalid_grant') {
     ctx.body = { error: 'invalid_code', error_description: body.error_description ?? 'invalid authorization code' };
   }
+}
+
+/**
+ * RFC 6749 §2.1, §3.2.1: a public client sends its client_id and no secret (its PKCE
+ * code_verifier binds the code to it, RFC 7636). Asked only of a form without a secret; the
+ * client is read with the code or refresh token the form names (store/hot-reads.ts), which the
+ * provider reads next anyway.
+ */
+async function publicWithoutSecret(params: querystring.ParsedUrlQuery, deps: GlueDependencies): Promise<boolean> {
+  const { client_id: clientId, client_secret: secret } = params;
+  return (secret === undefined || secret === '') && typeof clientId === 'string' && clientId !== '' && deps.isPublicClient(clientId);
 }
 
 /**

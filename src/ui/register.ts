@@ -1,6 +1,8 @@
 /**
  * `/api/register.php`: the registration page (form, CSRF-protected) and the same POST with a
  * JSON body for scripts. The client secret is in the response this once and never again.
+ * A JSON body with `redirect_uris` is RFC 7591's dialect (clients/dynamic-registration.ts), the
+ * `registration_endpoint` of the discovery documents.
  *
  * @see ../shared/spec/oauth-service-spec.md "Client registration"
  */
@@ -12,13 +14,15 @@ import { ANONYMOUS } from '../audit/audit-events.js';
 import { requestContext } from '../audit/request-context.js';
 import type { ClientStore } from '../clients/client-store.js';
 import { ClientInputError } from '../clients/client-store.js';
+import { isDynamicRegistration } from '../clients/dynamic-registration.js';
+import { REGISTRATION_PATH } from '../oidc/routes.js';
 import { checkCsrf, csrfToken } from './csrf.js';
 import { field } from './form.js';
 import type { Views } from './views.js';
 
-export const REGISTER_PATH = '/api/register.php';
+export const REGISTER_PATH = REGISTRATION_PATH;
 
-export function registerRoutes({ clients, views, body }: { clients: ClientStore; views: Views; body: Middleware }): Router {
+export function registerRoutes({ clients, views, body, dynamic }: { clients: ClientStore; views: Views; body: Middleware; dynamic: (ctx: Context) => Promise<void> }): Router {
   const router = new Router();
 
   function form(ctx: Context, locals: { clientName?: string; redirectUri?: string; error?: string } = {}, status = 200) {
@@ -33,6 +37,7 @@ export function registerRoutes({ clients, views, body }: { clients: ClientStore;
     if (!json && !ctx.is('urlencoded')) {
       throw new ServiceError('invalid_request', 'send the form as application/x-www-form-urlencoded, or JSON as application/json');
     }
+    if (json && isDynamicRegistration((ctx.request as { body?: unknown }).body)) return dynamic(ctx);
     if (!json) checkCsrf(ctx);
     const input = { clientName: field(ctx, 'client_name'), redirectUri: field(ctx, 'redirect_uri') };
     let registered;

@@ -14,7 +14,7 @@ describe('discovery', () => {
   afterAll(async () => { await t.close(); });
 
   describe.each(['/.well-known/oauth-authorization-server', '/.well-known/openid-configuration'])('GET %s', (path) => {
-    test('issuer, the spec paths, revocation and introspection, code + S256, client_secret_post/basic, iss parameter', async () => {
+    test('issuer, the spec paths, revocation and introspection, registration, code + S256, client_secret_post/basic and public clients, iss parameter', async () => {
       const res = await fetch(`${t.baseUrl}${path}`);
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toMatch(/^application\/json/);
@@ -31,8 +31,9 @@ describe('discovery', () => {
         response_types_supported: ['code'],
         code_challenge_methods_supported: ['S256'],
         authorization_response_iss_parameter_supported: true,
-        token_endpoint_auth_methods_supported: methods,
-        revocation_endpoint_auth_methods_supported: methods,
+        registration_endpoint: `${t.baseUrl}/api/register.php`,
+        token_endpoint_auth_methods_supported: [...methods, 'none'],
+        revocation_endpoint_auth_methods_supported: [...methods, 'none'],
         introspection_endpoint_auth_methods_supported: methods,
       });
       expect([...metadata.grant_types_supported as string[]].sort()).toEqual(['authorization_code', 'refresh_token']);

@@ -1,0 +1,70 @@
+/**
+ * RFC 7591 dynamic client registration: the dialect of /api/register.php whose JSON body has
+ * `redirect_uris` (the spec's own shape has `redirect_uri`). Open, as the spec's registration is,
+ * unless REGISTRATION_INITIAL_ACCESS_TOKEN is set: then that token is required as a Bearer token
+ * (§3). Answers 201 with the client's information and its metadata as registered (§3.2.1): a
+ * `client_secret` for a confidential client only, shown this once and stored as a digest.
+ *
+ * @see https://www.rfc-editor.org/rfc/rfc7591#section-3
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Context } from 'koa';
+import { ANONYMOUS } from '../audit/audit-events.js';
+import { requestContext } from '../audit/request-context.js';
+import { ServiceError } from '../errors.js';
+import { noteClient } from '../http/access-log.js';
+import { ClientMetadataError, registeredMetadata } from './client-metadata.js';
+import type { RegisteredMetadata } from './client-metadata.js';
+import type { ClientStore } from './client-store.js';
+
+export interface DynamicRegistrationDependencies {
+  clients: ClientStore;
+  /** REGISTRATION_INITIAL_ACCESS_TOKEN; undefined: registration is open. */
+  initialAccessToken: string | undefined;
+  /**
+   * The provider's own check of the metadata it will read for this client (oidc/client-adapter.ts
+   * builds it), so nothing is stored that it would refuse later. Throws its InvalidClientMetadata.
+   */
+  check: (metadata: RegisteredMetadata) => Promise<void>;
+}
+
+/** Whether a registration body is RFC 7591's. */
+export const isDynamicRegistration = (body: unknown) => typeof body === 'object' && body !== null && !Array.isArray(body) && 'redirect_uris' in body;
+
+const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest();
+
+export function dynamicRegistration(deps: DynamicRegistrationDependencies): (ctx: Context) => Promise<void> {
+  const expected = deps.initialAccessToken === undefined ? undefined : digest(deps.initialAccessToken);
+
+  return async (ctx) => {
+    if (expected) {
+      const presented = /^Bearer ([\x21-\x7e]+)$/i.exec(ctx.get('authorization'))?.[1];
+      if (presented === undefined || !timingSafeEqual(digest(presented), expected)) {
+        // RFC 7591 §3 → RFC 6750 §3: the challenge names the error.
+        ctx.set('WWW-Authenticate', `Bearer error="invalid_token", error_description="registration requires the initial access token"`);
+        throw new ServiceError('invalid_token', presented === undefined ? 'registration requires an initial access token (Authorization: Bearer …)' : 'the initial access token is not valid');
+      }
+    }
+    let metadata: RegisteredMetadata;
+    try {
+      metadata = registeredMetadata((ctx.request as unknown as { body: Record<string, unknown> }).body);
+      await deps.check(metadata);
+    } catch (error) {
+      if (error instanceof ClientMetadataError) throw new ServiceError(error.code, error.message);
+      const refused = error as { error?: unknown; error_description?: unknown };
+      if (refused.error === 'invalid_client_metadata' || refused.error === 'invalid_redirect_uri') {
+        throw new ServiceError(refused.error, String(refused.error_description));
+      }
+      throw error;
+    }
+    const { client, clientSecret } = await deps.clients.registerDynamic(metadata, requestContext(ctx, ANONYMOUS));
+    noteClient(ctx, client.clientId);
+    ctx.status = 201;
+    ctx.body = {
+      client_id: client.clientId,
+      ...(clientSecret === undefined ? {} : { client_secret: clientSecret, client_secret_expires_at: 0 }),
+      client_id_issued_at: Math.floor(client.createdAt.getTime() / 1000),
+      ...metadata,
+    };
+  };
+}
