@@ -23,6 +23,8 @@ import { auditedChanges } from './audit/audited-changes.js';
 import { providerAudit } from './audit/provider-audit.js';
 import { isWellFormedClientId, verifyClientSecret } from './clients/secret.js';
 import { dynamicRegistration } from './clients/dynamic-registration.js';
+import { guardedFetch } from './clients/metadata-fetch.js';
+import { isMetadataDocumentClientId, metadataFetchReason } from './clients/metadata-document.js';
 import { openDatabase } from './store/database.js';
 import type { Database } from './store/database.js';
 import { startCleanup } from './store/cleanup.js';
@@ -185,12 +187,16 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
       guards,
     }),
     findAccount: createFindAccount(findUser, guards.durable),
-    renderError: async (ctx, out) => {
+    renderError: async (ctx, out, thrown) => {
       const error = specErrorCode(String(out.error));
-      respondError(ctx, { error, error_description: String(out.error_description ?? '') }, specStatus(error, ctx.status >= 400 ? ctx.status : 400));
+      // A metadata document that could not be fetched: say why (clients/metadata-document.ts).
+      const reason = metadataFetchReason(thrown);
+      const description = `${String(out.error_description ?? '')}${reason ? `: ${reason}` : ''}`;
+      respondError(ctx, { error, error_description: description }, specStatus(error, ctx.status >= 400 ? ctx.status : 400));
     },
     verifyClientSecret,
     findResource: resources.find,
+    fetch: guardedFetch({ ...config.standardClients.metadataDocuments, allowPrivate: config.standardClients.metadataDocuments.allowPrivateNetworks }) as never,
   });
   provider.on('server_error', (ctx, error) => log(error, ctx));
   provider.on('grant.success', (ctx) => metrics.tokenIssued(String(ctx.oidc.params?.grant_type)));
@@ -265,7 +271,8 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
       admitClient: tokenAdmission(tokenByClient),
       usernameOf,
       resourceScope: async (indicator) => (await resources.find(indicator))?.scopes.join(' '),
-      isPublicClient: async (clientId) => isWellFormedClientId(clientId) && (await hot.findClient(clientId))?.clientSecretHash === null,
+      // A metadata document's client is public (clients/metadata-document.ts); ours have no secret.
+      isPublicClient: async (clientId) => isMetadataDocumentClientId(clientId) || (isWellFormedClientId(clientId) && (await hot.findClient(clientId))?.clientSecretHash === null),
     }))
     .use(sendWrites(guards.durable)) // the provider's writes, with its events', before the glue sees the answer
     .use(tokenEvents.settle)

@@ -12,6 +12,7 @@ import type { Configuration, FindAccount, KoaContextWithOIDC } from 'oidc-provid
 import type { Config } from '../config.js';
 import type { Keys } from '../store/keys.js';
 import type { AdapterFor } from './adapter.js';
+import { allowDocumentClient, oneFetchPerRequest } from '../clients/metadata-document.js';
 import { CLAIMS } from './find-account.js';
 import { JWT_ACCESS_TOKEN_FORMATS, resourceIndicators } from './resource-indicators.js';
 import type { FindResource } from './resource-indicators.js';
@@ -28,6 +29,8 @@ export interface ProviderDependencies {
   verifyClientSecret: (presented: string, storedDigest: string) => boolean;
   /** The declared resource server a `resource` (RFC 8707) names, if any. */
   findResource: FindResource;
+  /** Outgoing requests (Client ID Metadata Documents), through the outbound guard (clients/metadata-fetch.ts). */
+  fetch: NonNullable<Configuration['fetch']>;
 }
 
 /** Signing algorithms without HS*: client_secret holds a digest, so no key may derive from it. */
@@ -63,6 +66,7 @@ function interactionPolicyWithAccountCheck(): interactionPolicy.Prompt[] {
 
 export function createProvider(deps: ProviderDependencies): Provider {
   const { config, keys } = deps;
+  const documents = config.standardClients.metadataDocuments;
   const cookie = { httpOnly: true, sameSite: 'lax', secure: config.secureCookies, signed: true } as const;
   // A grant must outlive every refresh token issued under it (validateGrant refuses a refresh
   // whose grant is gone): refresh tokens live REFRESH_TOKEN_TTL from their code exchange, and
@@ -168,7 +172,19 @@ export function createProvider(deps: ProviderDependencies): Provider {
       claimsParameter: { enabled: false },
       // RFC 8707: a declared resource gets an RFC 9068 JWT for it alone; others invalid_target.
       resourceIndicators: resourceIndicators(deps.findResource),
+      // A client_id that is an https URL names its metadata document, fetched through deps.fetch,
+      // cached as its Cache-Control (or Expires) says within CLIENT_METADATA_CACHE_*_SECONDS,
+      // checked by the provider and by allowDocumentClient (public clients only).
+      clientIdMetadataDocument: {
+        enabled: true,
+        ack: 'draft-02',
+        allowFetch: oneFetchPerRequest,
+        allowClient: allowDocumentClient,
+        cacheDuration: { min: documents.cacheMinSeconds, max: documents.cacheMaxSeconds },
+      },
     },
+    fetch: deps.fetch,
+    fetchResponseBodyLimits: { 'client_id metadata document': documents.maxBytes },
     formats: JWT_ACCESS_TOKEN_FORMATS,
     // Served at /.well-known/openid-configuration and (RFC 8414) /.well-known/oauth-authorization-server.
     discovery: {

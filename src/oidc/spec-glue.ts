@@ -7,7 +7,7 @@
 import querystring from 'node:querystring';
 import type { Context, Middleware, Next } from 'koa';
 import { basicCredentials } from '../clients/client-auth.js';
-import { isWellFormedClientId } from '../clients/secret.js';
+import { canNameClient } from '../clients/metadata-document.js';
 import { ServiceError, StoreUnavailableError } from '../errors.js';
 import { noteClient } from '../http/access-log.js';
 import type { ErrorBody, ErrorResponder } from '../errors.js';
@@ -57,7 +57,7 @@ export function specGlue(deps: GlueDependencies): Middleware {
 async function authorize(ctx: Context, next: Next, deps: GlueDependencies) {
   const { client_id: clientId, redirect_uri: redirectUri, scope, response_mode: responseMode } = ctx.query;
   const refuse = (description: string) => deps.answerUntrusted(ctx, { error: 'invalid_request', error_description: description }, 400);
-  if (typeof clientId === 'string' && clientId !== '' && !isWellFormedClientId(clientId)) {
+  if (typeof clientId === 'string' && clientId !== '' && !canNameClient(clientId)) {
     return refuse('client_id is malformed');
   }
   if (redirectUri === undefined || redirectUri === '') return refuse("missing required parameter 'redirect_uri'");
@@ -186,7 +186,7 @@ async function token(ctx: Context, next: Next, deps: GlueDependencies) {
   // Spec "Limits": the token budget per client_id, spent before any lookup or secret check. An
   // id that cannot name a client has no budget to protect (the address budget still applies).
   const clientId = basicCredentials(ctx.get('authorization'))?.clientId ?? params.client_id;
-  const budgeted = typeof clientId === 'string' && isWellFormedClientId(clientId) ? clientId : undefined;
+  const budgeted = typeof clientId === 'string' && canNameClient(clientId) ? clientId : undefined;
   if (budgeted) noteClient(ctx, budgeted); // logged even when its authentication fails
   if (!(await deps.admitClient(ctx, budgeted))) return;
   params.grant_type ??= 'authorization_code';

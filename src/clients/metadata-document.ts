@@ -1,0 +1,85 @@
+/**
+ * Client ID Metadata Documents (draft-ietf-oauth-client-id-metadata-document; MCP 2025-11-25):
+ * a `client_id` that is an https URL names a document, served there, that describes the client.
+ * The provider's own feature fetches (through clients/metadata-fetch.ts), caches and checks it
+ * (its `client_id` equals the URL exactly, no secret-based authentication, https web URIs);
+ * what this service asks beyond that is here: only public clients, and a web client's redirect
+ * URIs as any web client's (https, or http on a loopback host).
+ *
+ * @see https://datatracker.ietf.org/doc/draft-ietf-oauth-client-id-metadata-document/
+ */
+import { errors } from 'oidc-provider';
+import { redirectUriProblem } from './redirect-uri.js';
+import { isWellFormedClientId } from './secret.js';
+
+/** The draft's client identifier URL: https, a path other than "/", no fragment, credentials or dot segments. */
+export function isMetadataDocumentClientId(value: string): boolean {
+  if (value.length > 2000 || !value.startsWith('https://') || /[\s\\#]/.test(value)) return false;
+  const url = URL.parse(value);
+  if (!url || url.username || url.password || url.pathname === '/') return false;
+  return !value.slice('https://'.length).split(/[?]/, 1)[0]!.split('/').some((segment) => /^(\.|%2e){1,2}$/i.test(segment));
+}
+
+/** What the provider knows of a client resolved from a document, as `allowClient` sees it. */
+interface DocumentClient {
+  clientAuthMethod?: string | undefined;
+  applicationType?: string | undefined;
+  redirectUris?: readonly string[] | undefined;
+}
+
+/**
+ * The feature's `allowClient` check, run each time such a client is used (from the cache too):
+ * refusals say what is wrong with the document, as invalid_client_metadata.
+ */
+export function documentClientProblem(client: DocumentClient): string | undefined {
+  if (client.clientAuthMethod !== 'none') return 'a client metadata document must declare token_endpoint_auth_method "none": only public clients may identify themselves by URL';
+  if (client.applicationType === 'native') return undefined; // the provider checks native redirect URIs (RFC 8252)
+  for (const uri of client.redirectUris ?? []) {
+    const problem = redirectUriProblem(uri);
+    if (problem) return `the client metadata document's redirect URI ${uri} is refused: ${problem}`;
+  }
+  return undefined;
+}
+
+export function allowDocumentClient(_ctx: unknown, client: DocumentClient): Promise<boolean> {
+  const problem = documentClientProblem(client);
+  if (problem) return Promise.reject(new errors.InvalidClientMetadata(problem));
+  return Promise.resolve(true);
+}
+
+const FETCHED = Symbol('metadata documents fetched by this request');
+
+/**
+ * The feature's `allowFetch`: one fetch of a document per request. The provider looks a client
+ * up again to render an authorization error; a document that just failed is not fetched twice
+ * (a fetched one is in the cache by then, and this is not asked).
+ */
+export function oneFetchPerRequest(ctx: { state?: object } | undefined, clientId: string): Promise<boolean> {
+  const state = (ctx?.state ?? {}) as { [FETCHED]?: Set<string> };
+  const fetched = state[FETCHED] ??= new Set();
+  if (fetched.has(clientId)) return Promise.resolve(false);
+  fetched.add(clientId);
+  return Promise.resolve(true);
+}
+
+/** Why fetching a metadata document failed, in words a person can act on (undefined: not such a failure). */
+export class MetadataFetchError extends Error {
+  override name = 'MetadataFetchError';
+}
+
+/**
+ * The reason behind the provider's "client_id metadata document fetch failed", for the error
+ * page: our fetch's own words, the status the document's server answered, or a body that is not
+ * JSON. Other causes stay unexplained (their messages are not ours to show).
+ */
+export function metadataFetchReason(error: unknown): string | undefined {
+  const { error_description: description, error_detail: detail, cause } = (error ?? {}) as { error_description?: unknown; error_detail?: unknown; cause?: unknown };
+  if (description !== 'client_id metadata document fetch failed') return undefined;
+  if (cause instanceof MetadataFetchError) return cause.message;
+  if (typeof detail === 'string' && /^unexpected response status \d+$/.test(detail)) return `its server answered ${detail.slice('unexpected response status '.length)}, not 200`;
+  if (cause instanceof SyntaxError) return 'the document is not JSON';
+  return undefined;
+}
+
+/** Whether `value` can name a client: an id we issued, or a metadata document's URL. */
+export const canNameClient = (value: string) => isWellFormedClientId(value) || isMetadataDocumentClientId(value);
