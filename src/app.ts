@@ -67,6 +67,8 @@ import { rateLimit, tokenAdmission } from './http/rate-limit.js';
 import { securityHeaders } from './http/security-headers.js';
 import { staticAssets } from './http/static-assets.js';
 import { APPLICATIONS_PATH, applicationsRoutes } from './ui/applications.js';
+import { consentView } from './ui/consent-view.js';
+import type { ClientOrigin } from './ui/consent-view.js';
 import { createErrorResponder } from './ui/error-page.js';
 import { interactionRoutes } from './ui/interactions.js';
 import { REGISTER_PATH, registerRoutes } from './ui/register.js';
@@ -257,6 +259,10 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     .use(interactionRoutes({
       provider, users, findUser, guard, audit, views, body,
       onDenied: (d) => webhooks.raise('authorization.denied', { client_id: d.clientId, client_name: d.clientName, account_id: d.accountId }),
+      consent: consentView({
+        originOf: async (clientId) => (isMetadataDocumentClientId(clientId) ? 'metadata-document' : (await hot.findClient(clientId))?.registration as ClientOrigin | undefined),
+        findResource: resources.find,
+      }),
     }).routes())
     .use(applicationsRoutes({
       apps: createAuthorizedApps({ prisma: db.prisma, withEvents: revocationAnnouncer(changes) }),

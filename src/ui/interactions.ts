@@ -17,6 +17,7 @@ import type { LoginGuard } from '../accounts/login-guard.js';
 import { ANONYMOUS, userActor } from '../audit/audit-events.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import { requestContext } from '../audit/request-context.js';
+import type { ConsentRequest, ConsentView } from './consent-view.js';
 import { checkCsrf, csrfToken } from './csrf.js';
 import { field } from './form.js';
 import { signIn } from './sign-in.js';
@@ -35,6 +36,8 @@ export interface InteractionDependencies {
   body: Middleware;
   /** Told of each refusal (webhooks: authorization.denied; approvals are the provider's event). */
   onDenied: (denial: AuthorizationDenial) => Promise<void>;
+  /** What the consent page says of the request (ui/consent-view.ts). */
+  consent: (request: ConsentRequest) => Promise<ConsentView>;
 }
 
 export interface AuthorizationDenial {
@@ -59,7 +62,7 @@ async function current<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
-export function interactionRoutes({ provider, users, findUser, guard, audit, views, body, onDenied }: InteractionDependencies): Router {
+export function interactionRoutes({ provider, users, findUser, guard, audit, views, body, onDenied, consent }: InteractionDependencies): Router {
   const router = new Router({ prefix: '/interaction/:uid' });
 
   async function details(ctx: Context, expected?: 'login' | 'consent') {
@@ -86,8 +89,9 @@ export function interactionRoutes({ provider, users, findUser, guard, audit, vie
     const { interaction, clientName } = await details(ctx);
     if (interaction.prompt.name === 'login') return loginPage(ctx, { uid: interaction.uid, clientName });
     const user = await findUser(String(interaction.session?.accountId));
+    const asked = await consent({ clientId: String(interaction.params.client_id), params: interaction.params, details: interaction.prompt.details });
     ctx.set('Cache-Control', 'no-store');
-    views.respond(ctx, 'consent', { title: 'Allow access', csrf: csrfToken(ctx), uid: interaction.uid, clientName, username: user?.username });
+    views.respond(ctx, 'consent', { title: 'Allow access', csrf: csrfToken(ctx), uid: interaction.uid, clientName, username: user?.username, ...asked });
   });
 
   router.post('/login', body, async (ctx) => {

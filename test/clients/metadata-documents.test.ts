@@ -72,7 +72,12 @@ const RUN = requireOpenssl('test/clients/metadata-documents.test.ts');
   test('a document on loopback (trusted through NODE_EXTRA_CA_CERTS): the code flow with PKCE as a public client; fetched once, then cached', async () => {
     const clientId = docs.url('/good.json');
     const pkce = pkcePair();
-    const redirect = await new Browser(service.baseUrl).authorize({ client_id: clientId, client_secret: '', redirect_uri: REDIRECT }, service.user, pkceParams(pkce));
+    const browser = new Browser(service.baseUrl);
+    const redirect = await browser.authorize({ client_id: clientId, client_secret: '', redirect_uri: REDIRECT }, service.user, pkceParams(pkce));
+    // The consent page names the document the client is known by, and where the answer goes.
+    expect(browser.consentPage).toContain(`This application registered itself by publishing its description at ${clientId}`);
+    expect(browser.consentPage).toContain('id="client_name">Metadata Client<');
+    expect(browser.consentPage).toContain('Your answer is sent to 127.0.0.1:9999.');
     const code = redirect.searchParams.get('code');
     expect(code).toBeTruthy();
     const token = await fetch(`${service.baseUrl}/api/token.php`, {

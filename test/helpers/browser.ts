@@ -39,6 +39,9 @@ export class Browser {
   /** All Set-Cookie headers seen, for checking flags. */
   readonly setCookies: string[] = [];
 
+  /** The last consent page {@link authorize} answered (its HTML). */
+  consentPage: string | undefined;
+
   private cookieHeader(url: URL): string {
     return this.cookies
       .filter((c) => url.pathname === c.path || url.pathname.startsWith(c.path.endsWith('/') ? c.path : `${c.path}/`) || c.path === '/')
@@ -114,6 +117,7 @@ export class Browser {
       page = await this.submit(page, '/login', { username: user.username, password: user.password });
     }
     if (page.body.includes('/confirm"')) {
+      this.consentPage = page.body;
       page = await this.submit(page, decision === 'approve' ? '/confirm' : '/abort');
     }
     if (!page.location) throw new Error(`flow ended on a page (${page.status}) instead of a redirect:\n${page.body.slice(0, 2000)}`);

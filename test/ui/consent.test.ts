@@ -1,0 +1,63 @@
+/**
+ * The consent page tells the truth: for a client that registered itself (RFC 7591) it says so,
+ * names where the answer goes, and lists each resource server asked for by the name and scopes
+ * its operator declared (only the scopes asked); the profile is listed only when asked for. The
+ * spec's clients see the page they always saw.
+ */
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { Browser } from '../helpers/browser.js';
+import type { TestUser } from '../helpers/browser.js';
+import { createUser, registerClient } from '../helpers/fixtures.js';
+import { pkcePair, pkceParams } from '../helpers/pkce.js';
+import { startTestApp } from '../helpers/test-app.js';
+import type { TestApp } from '../helpers/test-app.js';
+
+const TOOLS = 'https://tools.example/mcp';
+let t: TestApp;
+let user: TestUser;
+beforeAll(async () => {
+  t = await startTestApp({ env: { RESOURCES: JSON.stringify([{ uri: TOOLS, name: 'Example <tools>', scopes: 'tools:read tools:call' }]) } });
+  user = await createUser(t);
+});
+afterAll(async () => { await t?.close(); });
+
+const text = (html: string) => html.replace(/<[^>]+>/g, ' ').replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&amp;/g, '&').replace(/\s+/g, ' ');
+
+async function consentOf(clientId: string, redirectUri: string, params: Record<string, string>): Promise<string> {
+  const browser = new Browser(t.baseUrl);
+  const redirect = await browser.authorize({ client_id: clientId, client_secret: '', redirect_uri: redirectUri }, user, params);
+  expect(redirect.searchParams.get('code')).toBeTruthy();
+  return browser.consentPage!;
+}
+
+describe('the consent page', () => {
+  test('a self-registered client asking for a resource: says it registered itself, where the answer goes, the resource and the scopes asked in the operator\'s words', async () => {
+    const res = await fetch(`${t.baseUrl}/api/register.php`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ redirect_uris: ['http://127.0.0.1:9999/callback'], token_endpoint_auth_method: 'none', client_name: 'Agent <b>' }),
+    });
+    const { client_id: clientId } = await res.json() as { client_id: string };
+    const html = await consentOf(clientId, 'http://127.0.0.1:9999/callback', { resource: `${TOOLS}/`, scope: 'tools:read', ...pkceParams(pkcePair()) });
+    expect(html).toContain('id="self_registered"');
+    expect(html).not.toContain('<b>');
+    const page = text(html);
+    expect(page).toContain('This application registered itself with this service (RFC 7591): its name is its own, checked by no one.');
+    expect(page).toContain('Agent <b> wants access to:');
+    expect(page).toContain(`Example <tools> ( ${TOOLS} ): tools:read`);
+    expect(page).not.toContain('tools:call');
+    expect(page).not.toContain('your username');
+    expect(page).toContain('Your answer is sent to 127.0.0.1:9999.');
+  });
+
+  test('a spec client: the profile, no self-registration notice; a resource it asks for is listed too', async () => {
+    const client = await registerClient(t, 'http://localhost:9999/callback', 'Spec App');
+    const plain = text(await consentOf(client.client_id, client.redirect_uri, {}));
+    expect(plain).toContain('Spec App wants to read your profile: your username your e-mail address your full name');
+    expect(plain).not.toContain('registered itself');
+    expect(plain).not.toContain('answer is sent');
+
+    const both = text(await consentOf(client.client_id, client.redirect_uri, { resource: TOOLS, scope: 'openid tools:call' }));
+    expect(both).toContain('Spec App wants to read your profile:');
+    expect(both).toContain(`Example <tools> ( ${TOOLS} ), too: tools:call`);
+  });
+});
