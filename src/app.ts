@@ -24,6 +24,8 @@ import { providerAudit } from './audit/provider-audit.js';
 import { isWellFormedClientId, verifyClientSecret } from './clients/secret.js';
 import { dynamicRegistration } from './clients/dynamic-registration.js';
 import { guardedFetch } from './clients/metadata-fetch.js';
+import { clientUsage } from './clients/client-usage.js';
+import { deleteIdleClients } from './clients/idle-clients.js';
 import { isMetadataDocumentClientId, metadataFetchReason } from './clients/metadata-document.js';
 import { openDatabase } from './store/database.js';
 import type { Database } from './store/database.js';
@@ -204,7 +206,13 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   provider.on('grant.success', (ctx) => metrics.tokenIssued(String(ctx.oidc.params?.grant_type)));
   const tokenEvents = providerEvents({ provider, raise: webhooks.raise, log: (error, ctx) => log(error, ctx) });
   const tokenAudit = providerAudit({ provider, audit, joinRequestWrites, log: (error, ctx) => log(error, ctx) });
-  const cleanup = startCleanup(db.prisma, { auditRetentionDays: config.auditRetentionDays, log: (error) => log(error) });
+  const usage = clientUsage({ provider, findClient: hot.findClient, joinRequestWrites, log: (error, ctx) => log(error, ctx) });
+  const cleanup = startCleanup(db.prisma, {
+    auditRetentionDays: config.auditRetentionDays,
+    log: (error) => log(error),
+    // Self-registered clients that obtained no token for DYNAMIC_CLIENT_IDLE_DAYS (clients/client-usage.ts records uses).
+    sweeps: [(limit) => deleteIdleClients(db.prisma, audit, { days: config.standardClients.dynamicClientIdleDays, limit })],
+  });
 
   const body = parseBody(); // forms and JSON of our own pages and APIs, at most 16 kB
 
@@ -283,6 +291,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     .use(sendWrites(guards.durable)) // the provider's writes, with its events', before the glue sees the answer
     .use(tokenEvents.settle)
     .use(tokenAudit.settle)
+    .use(usage.settle)
     .use(mount(provider));
   webhooks.start();
 

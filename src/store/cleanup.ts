@@ -116,7 +116,13 @@ export interface Cleanup {
  */
 export function startCleanup(
   prisma: PrismaClient,
-  options: CleanupOptions & { intervalMs?: number; auditRetentionDays: number; log: (error: unknown) => void },
+  options: CleanupOptions & {
+    intervalMs?: number;
+    auditRetentionDays: number;
+    log: (error: unknown) => void;
+    /** One more bounded sweep (clients/idle-clients.ts): one batch of at most `limit` rows, resolving to how many it removed. */
+    sweeps?: readonly ((limit: number) => Promise<number>)[];
+  },
 ): Cleanup {
   const { intervalMs = CLEANUP_DEFAULTS.intervalMs, log } = options;
   let timer: NodeJS.Timeout | undefined;
@@ -127,6 +133,7 @@ export function startCleanup(
     () => deleteOldDeliveries(prisma, options),
     () => deleteRetiredEndpoints(prisma, options),
     () => deleteOldAuditEvents(prisma, { ...options, days: options.auditRetentionDays }),
+    ...(options.sweeps ?? []).map((sweep) => () => boundedPass(options, sweep)),
   ];
   // Each step on its own: one that fails (a statement timeout, say) never starves the others.
   const pass = async () => {
