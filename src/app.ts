@@ -50,6 +50,7 @@ import { createProvider } from './oidc/provider.js';
 import { redisAdapters } from './oidc/redis-adapter.js';
 import { DISCOVERY_PATHS, ROUTES, TOKEN_ISSUING_PATHS } from './oidc/routes.js';
 import { specGlue } from './oidc/spec-glue.js';
+import { jwtIntrospection } from './oidc/jwt-introspection.js';
 import { tokenLookAhead } from './oidc/token-look-ahead.js';
 import { accessLog } from './http/access-log.js';
 import { parseBody } from './http/body.js';
@@ -286,6 +287,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
       usernameOf,
       resourceScope: async (indicator) => (await resources.find(indicator))?.scopes.join(' '),
       // A metadata document's client is public (clients/metadata-document.ts); ours have no secret.
+      introspectJwt: jwtIntrospection({ issuer: config.baseUrl, signingKeys: () => keys.jwks.keys, findGrant: (grantId) => provider.Grant.find(grantId) }),
       isPublicClient: async (clientId) => isMetadataDocumentClientId(clientId) || (isWellFormedClientId(clientId) && (await hot.findClient(clientId))?.clientSecretHash === null),
     }))
     .use(sendWrites(guards.durable)) // the provider's writes, with its events', before the glue sees the answer

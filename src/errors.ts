@@ -22,6 +22,8 @@ export const ERROR_STATUS = {
   /** RFC 7591 §3.2.2: a registration's redirect URIs, or its other metadata, cannot be used. */
   invalid_redirect_uri: 400,
   invalid_client_metadata: 400,
+  /** RFC 7009 §2.2.1: a resource's JWT access token cannot be revoked itself (revoke its grant's refresh token). */
+  unsupported_token_type: 400,
   access_denied: 403,
   insufficient_scope: 403,
   not_found: 404,

@@ -6,6 +6,7 @@
  */
 import querystring from 'node:querystring';
 import type { Context, Middleware, Next } from 'koa';
+import type { KoaContextWithOIDC } from 'oidc-provider';
 import { basicCredentials } from '../clients/client-auth.js';
 import { canNameClient } from '../clients/metadata-document.js';
 import { ServiceError, StoreUnavailableError } from '../errors.js';
@@ -28,6 +29,8 @@ export interface GlueDependencies {
   resourceScope: (indicator: string) => Promise<string | undefined>;
   /** Whether `clientId` names a public client (token_endpoint_auth_method none: no secret). */
   isPublicClient: (clientId: string) => Promise<boolean>;
+  /** RFC 7662's answer for one of the service's JWT access tokens presented by `clientId` (oidc/jwt-introspection.ts); undefined for any other token. */
+  introspectJwt: (token: string, clientId: string) => Promise<Record<string, unknown> | undefined>;
 }
 
 export function specGlue(deps: GlueDependencies): Middleware {
@@ -244,6 +247,7 @@ async function userinfo(ctx: Context, next: Next) {
  */
 async function introspect(ctx: Context, next: Next, deps: GlueDependencies) {
   await next();
+  await introspectJwt(ctx, deps);
   const body = ctx.body as Record<string, unknown> | undefined;
   if (ctx.status !== 200 || body?.active !== true) return;
   const username = typeof body.sub === 'string' ? await deps.usernameOf(body.sub) : undefined;
@@ -252,4 +256,19 @@ async function introspect(ctx: Context, next: Next, deps: GlueDependencies) {
     return;
   }
   ctx.body = { ...body, username, token_type: body.token_type ?? 'refresh_token' };
+}
+
+/**
+ * RFC 7662 §2.2 for an RFC 9068 access token (a resource's JWT, which is not stored): the
+ * provider authenticated the client, then refused the token as `unsupported_token_type`; the
+ * answer comes from the token itself and its grant (oidc/jwt-introspection.ts), with `aud`.
+ */
+async function introspectJwt(ctx: Context, deps: GlueDependencies) {
+  const { oidc } = ctx as unknown as Partial<KoaContextWithOIDC>;
+  const token = oidc?.params?.token;
+  if (ctx.status !== 400 || (ctx.body as Partial<ErrorBody>)?.error !== 'unsupported_token_type' || !oidc?.client || typeof token !== 'string') return;
+  const answer = await deps.introspectJwt(token, oidc.client.clientId);
+  if (!answer) return;
+  ctx.status = 200;
+  ctx.body = answer;
 }

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { Browser } from '../helpers/browser.js';
 import type { TestClient, TestUser } from '../helpers/browser.js';
-import { createUser, expectErrorResponse, registerClient, tokenRequest, userinfo } from '../helpers/fixtures.js';
+import { basicAuth, createUser, expectErrorResponse, postForm, registerClient, tokenRequest, userinfo } from '../helpers/fixtures.js';
 import { startTestApp } from '../helpers/test-app.js';
 import type { TestApp } from '../helpers/test-app.js';
 
@@ -122,5 +122,29 @@ describe('without resource, nothing changes', () => {
     expect(res.body.scope).toBe('openid');
     expect((res.body.access_token as string).split('.')).toHaveLength(1);
     expect((await userinfo(t, `Bearer ${res.body.access_token as string}`)).body.username).toBe(user.username);
+  });
+});
+
+describe('introspection and revocation of a resource\'s JWT', () => {
+  const introspect = (token: string, who: TestClient = client) => postForm(t, '/api/introspect.php', { token }, { authorization: basicAuth(who) });
+
+  test('introspection reports aud; another client sees it inactive; a revoked grant makes it inactive (the JWT itself still verifies until exp)', async () => {
+    const tokens = await exchange(await code({ resource: TOOLS, scope: 'tools:call' }), { resource: TOOLS });
+    const jwt = tokens.body.access_token as string;
+    const active = await introspect(jwt);
+    expect(active.status).toBe(200);
+    expect(active.body).toEqual({
+      active: true, aud: TOOLS, scope: 'tools:call', client_id: client.client_id, username: user.username, token_type: 'Bearer',
+      sub: expect.any(String), iss: t.baseUrl, exp: expect.any(Number), iat: expect.any(Number), jti: expect.any(String),
+    });
+    expect((await introspect(jwt, await registerClient(t))).body).toEqual({ active: false });
+    const [header, payload] = jwt.split('.');
+    expect((await introspect(`${header}.${payload}.AAAA`)).body).toEqual({ active: false });
+
+    // RFC 7009 §2.2.1: the JWT cannot be revoked itself; revoking the refresh token ends the grant.
+    expectErrorResponse(await postForm(t, '/api/revoke.php', { token: jwt }, { authorization: basicAuth(client) }), 400, 'unsupported_token_type');
+    expect((await postForm(t, '/api/revoke.php', { token: tokens.body.refresh_token as string }, { authorization: basicAuth(client) })).status).toBe(200);
+    expect((await introspect(jwt)).body).toEqual({ active: false });
+    await expect(jwtVerify(jwt, jwks, { issuer: t.baseUrl, audience: TOOLS })).resolves.toBeDefined();
   });
 });
