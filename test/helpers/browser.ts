@@ -111,7 +111,12 @@ export class Browser {
    */
   async authorize(client: TestClient, user: TestUser | undefined, params: Record<string, string> = {}, decision: 'approve' | 'deny' = 'approve'): Promise<URL> {
     const query = new URLSearchParams({ client_id: client.client_id, redirect_uri: client.redirect_uri, response_type: 'code', ...params });
-    let page = await this.follow(`/api/authorize.php?${query}`);
+    return this.authorizeAt(`/api/authorize.php?${query}`, user, decision);
+  }
+
+  /** {@link authorize} from an authorization URL a client library built. */
+  async authorizeAt(url: string | URL, user: TestUser | undefined, decision: 'approve' | 'deny' = 'approve'): Promise<URL> {
+    let page = await this.follow(String(url));
     if (page.body.includes('action="/interaction/') && page.body.includes('/login"')) {
       if (!user) throw new Error('login page shown but no user given');
       page = await this.submit(page, '/login', { username: user.username, password: user.password });
