@@ -107,12 +107,16 @@ export function createAuthorizedApps({ prisma, withEvents }: AuthorizedAppsDepen
   return {
     async list(accountId) {
       // A grant of a client that no longer exists cannot be used (the client is unknown to the
-      // provider), so it is not listed.
+      // provider), so it is not listed. A client known by its metadata document (a client_id
+      // that is an https URL) has no row: it is listed by that URL. Its scopes are the
+      // profile's and every resource server's the grant holds (RFC 8707).
       const rows = await prisma.$queryRaw<GrantRow[]>`
-        SELECT g.payload->>'clientId' AS client_id, c.client_name,
-               g.payload #>> '{openid,scope}' AS scope, (g.payload->>'iat')::float8 AS iat
-        FROM oidc_models g JOIN clients c ON c.client_id = g.payload->>'clientId'
+        SELECT g.payload->>'clientId' AS client_id, COALESCE(c.client_name, g.payload->>'clientId') AS client_name,
+               concat_ws(' ', g.payload #>> '{openid,scope}', (SELECT string_agg(r.value, ' ') FROM jsonb_each_text(COALESCE(g.payload->'resources', '{}')) r)) AS scope,
+               (g.payload->>'iat')::float8 AS iat
+        FROM oidc_models g LEFT JOIN clients c ON c.client_id = g.payload->>'clientId'
         WHERE g.type = 'Grant' AND g.payload->>'accountId' = ${accountId}
+          AND (c.client_id IS NOT NULL OR g.payload->>'clientId' LIKE 'https://%')
           AND (g.expires_at IS NULL OR g.expires_at > now())`;
       const apps = new Map<string, AuthorizedApp>();
       for (const row of rows) {

@@ -93,6 +93,9 @@ const RUN = requireOpenssl('test/clients/metadata-documents.test.ts');
     });
     expect(refreshed.status).toBe(200);
     expect(docs.hits.get('/good.json')).toBe(1); // max-age=300: every later use came from the cache
+    // The user sees it among their applications, by its URL, and can revoke it.
+    const apps = await browser.request('/api/applications.php');
+    expect(apps.body).toContain(`data-client-id="${clientId}"`);
     expect(await clientCount()).toBe(0); // a document's client is not registered: the document is the registration
   });
 

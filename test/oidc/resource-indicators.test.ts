@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
+import { createAuthorizedApps } from '../../src/oidc/authorized-apps.js';
 import { Browser } from '../helpers/browser.js';
 import type { TestClient, TestUser } from '../helpers/browser.js';
 import { basicAuth, createUser, expectErrorResponse, postForm, registerClient, tokenRequest, userinfo } from '../helpers/fixtures.js';
@@ -112,6 +113,18 @@ describe('invalid_target', () => {
     expect(granted.status).toBe(200);
     await t.app.db.prisma.resourceServer.delete({ where: { uri: gone } });
     expectErrorResponse(await refresh(granted.body.refresh_token as string, { resource: gone }), 400, 'invalid_target');
+  });
+});
+
+describe('the applications page', () => {
+  test('lists a grant for a resource with the resource\'s scopes', async () => {
+    const other = await createUser(t);
+    const redirect = await new Browser(t.baseUrl).authorize(client, other, { resource: TOOLS, scope: 'tools:call' });
+    expect(redirect.searchParams.get('code')).toBeTruthy();
+    const account = await t.app.db.prisma.user.findUniqueOrThrow({ where: { username: other.username } });
+    expect(await createAuthorizedApps({ prisma: t.app.db.prisma }).list(account.id)).toEqual([
+      { clientId: client.client_id, clientName: 'Test App', scopes: ['tools:call'], authorizedAt: expect.any(Date) },
+    ]);
   });
 });
 
