@@ -19,6 +19,7 @@ import { SETTINGS_PATH } from '../../src/ui/settings-session.js';
 import { WEBHOOKS_PATH } from '../../src/webhooks/webhooks-api.js';
 import { Browser } from '../helpers/browser.js';
 import { basicAuth, createUser, obtainTokens, registerClient } from '../helpers/fixtures.js';
+import { pkcePair, pkceParams } from '../helpers/pkce.js';
 import { startPostgresServer } from '../helpers/postgres-server.js';
 import type { PostgresServer } from '../helpers/postgres-server.js';
 import { startTestApp } from '../helpers/test-app.js';
@@ -192,6 +193,34 @@ describe('the live API answers as openapi.json says', () => {
     expect(await errorOf(call(t, 'POST', '/api/token.php', { form: { code: 'x' } }))).toBe('invalid_request');
     expect(await errorOf(call(t, 'GET', '/api/userinfo.php', { headers: { authorization: `Bearer ${access_token}` } }))).toBe('invalid_token');
     expect(await errorOf(call(t, 'GET', '/api/userinfo.php'))).toBe('invalid_token');
+  });
+
+  test('RFC 7591 registration, a public client with PKCE, a resource\'s JWT (introspection, revocation), invalid_target', async () => {
+    const refused = await call(t, 'POST', '/api/register.php', { json: { redirect_uris: ['http://app.example/cb'] } });
+    expect((refused.body as Json).error).toBe('invalid_redirect_uri');
+    expect((await call(t, 'POST', '/api/register.php', { json: { redirect_uris: ['https://app.example/cb'], grant_types: ['password'] } })).status).toBe(400);
+    expect((await call(t, 'POST', '/api/register.php', { json: { redirect_uris: ['https://app.example/cb'] } })).status).toBe(201);
+    const registered = await call(t, 'POST', '/api/register.php', { json: { redirect_uris: ['http://127.0.0.1:9999/cb'], token_endpoint_auth_method: 'none' } });
+    expect(registered.status).toBe(201);
+    const publicClient = { client_id: (registered.body as Json).client_id as string, client_secret: '', redirect_uri: 'http://127.0.0.1:9999/cb' };
+
+    const resource = 'https://api.example/docs';
+    await t.app.db.prisma.resourceServer.create({ data: { uri: resource, name: 'Docs API', scopes: ['docs:read'], accessTokenTtl: 60 } });
+    const user = await createUser(t);
+    const pkce = pkcePair();
+    const redirect = await new Browser(t.baseUrl).authorize(publicClient, user, { resource, ...pkceParams(pkce) });
+    const form = { code: redirect.searchParams.get('code')!, client_id: publicClient.client_id, code_verifier: pkce.verifier, resource };
+    const tokens = await call(t, 'POST', '/api/token.php', { form });
+    expect(tokens.status).toBe(200);
+    const jwt = (tokens.body as Json).access_token as string;
+    const spec = await registerClient(t);
+    expect(((await call(t, 'POST', '/api/introspect.php', { form: { token: jwt }, headers: { authorization: basicAuth(spec) } })).body as Json).active).toBe(false);
+    expect(((await call(t, 'POST', '/api/revoke.php', { form: { token: jwt, client_id: publicClient.client_id } })).body as Json).error).toBe('unsupported_token_type');
+
+    const denied = await new Browser(t.baseUrl).authorize(spec, user, { resource: 'https://nobody.example/' });
+    expect(denied.searchParams.get('error')).toBe('invalid_target');
+    const code = (await new Browser(t.baseUrl).authorize(spec, user, { resource })).searchParams.get('code')!;
+    expect(((await call(t, 'POST', '/api/token.php', { form: { code, client_id: spec.client_id, client_secret: spec.client_secret, resource: 'https://nobody.example/' } })).body as Json).error).toBe('invalid_target');
   });
 
   test('the settings and applications pages', async () => {
