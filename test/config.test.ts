@@ -167,6 +167,7 @@ describe('loadConfig defaults', () => {
       logLevel: 'debug',
       metricsPort: 9464,
       auditRetentionDays: 365,
+      standardClients: expect.any(Object), // every one of its variables is read in test/config/standard-clients.test.ts
     });
   });
 
