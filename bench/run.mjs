@@ -9,9 +9,13 @@
  * then the median of 3 runs of 8 s. Costs per request are counted on the stores' side
  * (bench/lib/counters.mjs) and from /proc (the server's CPU time and RSS).
  *
+ * With `--markdown file` the header line and the table also replace the part of that page
+ * between its marker comments (bench/lib/markdown.mjs): `--markdown docs/performance.md`.
+ *
  * Usage: npm run bench [-- --quick] [--mode pg|embedded|both] [--rows userinfo,exchange,…]
  *        [--seed-tokens N] [--connections 32] [--seconds 8] [--runs 3] [--warmup 3] [--no-build]
- *        [--json file] [--webhook-latency] [--cpu-prof dir] [--env NAME=value …] [--load wrk|autocannon]
+ *        [--json file] [--markdown file] [--webhook-latency] [--cpu-prof dir] [--env NAME=value …]
+ *        [--load wrk|autocannon]
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -25,11 +29,16 @@ import { ROWS, ROW_IDS } from './lib/rows.mjs';
 import { seedTokens } from './lib/seed-tokens.mjs';
 import { startService } from './lib/service.mjs';
 import { summariseProfiles } from './lib/profile-summary.mjs';
-import { fmt, fmtRatio, formatTable, median, medianRun, perRequest, ratio } from './lib/stats.mjs';
+import { markdownBlock, markedFileProblem, writeMarked } from './lib/markdown.mjs';
+import { headerLine, resultsTable, startRssLines } from './lib/report.mjs';
+import { fmt, median, medianRun, perRequest } from './lib/stats.mjs';
 
 const USAGE = `Usage: npm run bench [-- --quick] [--mode pg|embedded|both] [--rows ${ROW_IDS.join(',')}]
        [--seed-tokens N] [--connections 32] [--seconds 8] [--runs 3] [--warmup 3] [--no-build]
-       [--json file] [--webhook-latency] [--cpu-prof dir] [--env NAME=value …] [--load wrk|autocannon]`;
+       [--json file] [--markdown file] [--webhook-latency] [--cpu-prof dir] [--env NAME=value …]
+       [--load wrk|autocannon]
+  --markdown file: rewrites the part of file between <!-- bench:table:start --> and
+    <!-- bench:table:end --> with this run's header line and table (docs/performance.md); the rest is kept.`;
 
 /** A bad option: what is wrong and the usage, exit 2 (no stack). */
 function usage(message) {
@@ -51,6 +60,7 @@ try {
     warmup: { type: 'string' },
     'no-build': { type: 'boolean', default: false },
     json: { type: 'string' },
+    markdown: { type: 'string' },
     'webhook-latency': { type: 'boolean', default: false },
     'cpu-prof': { type: 'string' },
     env: { type: 'string', multiple: true, default: [] },
@@ -72,6 +82,9 @@ const modes = options.mode === 'both' ? ['pg', 'embedded'] : [options.mode];
 if (!['wrk', 'autocannon'].includes(options.load)) usage('--load must be wrk or autocannon');
 const seed = Number(options['seed-tokens']);
 if (!Number.isInteger(seed) || seed < 0) usage('--seed-tokens must be a whole number');
+// Checked now, not after a quarter of an hour of measuring.
+const markdownProblem = options.markdown === undefined ? undefined : markedFileProblem(options.markdown);
+if (markdownProblem) usage(`--markdown: ${markdownProblem}`);
 
 const serviceEnv = Object.fromEntries(options.env.map((pair) => {
   const at = pair.indexOf('=');
@@ -230,9 +243,16 @@ async function main() {
     printProfiles(label, mode);
   }
 
-  print(results, argon2Rate);
-  for (const [label, mb] of Object.entries(startRss)) console.log(`RSS of ${label} right after start (one login and one exchange): ${fmt(mb)} MB`);
+  const report = {
+    header: headerLine(settings),
+    table: resultsTable(results, argon2Rate, (row) => ROWS[row]?.title ?? row),
+    after: startRssLines(startRss),
+  };
+  console.log(`\n${report.header}\n`);
+  console.log(report.table);
+  for (const line of report.after) console.log(line);
   if (options.json) fs.writeFileSync(options.json, JSON.stringify({ settings, argon2Rate, results }, null, 2));
+  if (options.markdown) writeMarkdown(options.markdown, report);
   if (options['webhook-latency']) {
     // Webhook delivery is latency, not throughput: its own script, one event at a time.
     console.log('');
@@ -241,29 +261,24 @@ async function main() {
   fs.rmSync(settings.tmpDir, { recursive: true, force: true });
 }
 
-/** Each row's anchor: P's figure for the same row, the argon2id ceiling for logins, the exchange for a 429. */
-function anchorOf(result, results, argon2Rate) {
-  const sameTarget = (row) => results.find((r) => r.target === result.target && r.row === row);
-  if (result.target.startsWith('P:')) return '1.00 P';
-  if (!result.target.startsWith('this service')) return '';
-  if (result.row === 'login') return `${fmtRatio(ratio(result.perSecond, argon2Rate), '×')} argon2id (${fmt(argon2Rate)}/s)`;
-  if (result.row === '429') {
-    const exchange = sameTarget('exchange');
-    return exchange ? `${fmt(ratio(exchange.cpuUs, result.cpuUs), 1)}× cheaper (CPU) than an exchange` : '';
+/** The run's header line and table into `file`, between its markers, with the command and the build that ran. */
+function writeMarkdown(file, report) {
+  const build = (() => {
+    try {
+      return execFileSync('git', ['describe', '--always', '--dirty'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    } catch {
+      return undefined; // not a git checkout: the table goes without its build
+    }
+  })();
+  const args = process.argv.slice(2);
+  const command = args.length ? `npm run bench -- ${args.join(' ')}` : 'npm run bench';
+  try {
+    writeMarked(file, markdownBlock({ ...report, command, build }));
+    log(`table written into ${file}`);
+  } catch (error) {
+    log(`--markdown: could not write ${file}: ${error.message}`);
+    process.exitCode = 1;
   }
-  const p = results.find((r) => r.target.startsWith('P:') && r.row === result.row);
-  return p ? fmtRatio(ratio(result.perSecond, p.perSecond), 'P') : '';
-}
-
-function print(results, argon2Rate) {
-  const header = ['target', 'row', 'req/s', 'p50 ms', 'p99 ms', 'vs anchor', 'PG xacts/req', 'Redis cmds/req', 'CPU µs/req', 'RSS MB', 'notes'];
-  const table = results.map((r) => [
-    r.target, ROWS[r.row]?.title ?? r.row, fmt(r.perSecond), fmt(r.p50, 1), fmt(r.p99, 1), anchorOf(r, results, argon2Rate),
-    fmt(r.pg, 1), fmt(r.redis, 1), fmt(r.cpuUs), fmt(r.rssMb), r.notes.join('; '),
-  ]);
-  console.log(`\n${new Date().toISOString()} · ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'CPU'} · node ${process.version} · `
-    + `${settings.load}, ${settings.connections} connections · warm-up ${settings.warmup} s, then the median of ${settings.runs} × ${settings.seconds} s${settings.quick ? ' (--quick)' : ''}\n`);
-  console.log(formatTable(header, table));
 }
 
 main().catch((error) => {
