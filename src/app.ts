@@ -5,6 +5,7 @@
  * @example const app = await createApp(loadConfig(process.env)); http.createServer(app.callback());
  */
 import type http from 'node:http';
+import Router from '@koa/router';
 import Koa from 'koa';
 import type { Context } from 'koa';
 import mount from 'koa-mount';
@@ -15,36 +16,34 @@ import { specErrorCode, specStatus } from './errors.js';
 import { createLoginGuard } from './accounts/login-guard.js';
 import { createUserStore } from './accounts/user-store.js';
 import type { UserStore } from './accounts/user-store.js';
+import { createAuditLog } from './audit/audit-log.js';
 import { createClientStore } from './clients/client-store.js';
 import type { ClientStore } from './clients/client-store.js';
 import { createClientSettings } from './clients/client-settings.js';
-import { createAuditLog } from './audit/audit-log.js';
-import { auditedChanges } from './audit/audited-changes.js';
-import { providerAudit } from './audit/provider-audit.js';
 import { verifyClientSecret } from './clients/secret.js';
 import { openDatabase } from './store/database.js';
 import type { Database } from './store/database.js';
 import { startCleanup } from './store/cleanup.js';
 import { HUNG_PAUSE_MS, storeGuard } from './store/store-failure.js';
-import { clientHasWebhooks, createHotReads } from './store/hot-reads.js';
-import { pendingWrites, requestMemo, sendWrites } from './store/request-memo.js';
-import type { Write } from './store/write-batch.js';
+import { createHotReads } from './store/hot-reads.js';
+import { requestState } from './store/request-state.js';
+import { createWriteSender } from './store/write-sender.js';
 import { createLimiterFactory } from './store/limiter.js';
 import { migrate } from './store/migrate.js';
 import { connectRedis } from './store/redis.js';
 import { loadKeys } from './store/keys.js';
-import { createAdapterFactory } from './oidc/adapter.js';
+import { createAdapterFactory, postgresAdapters } from './oidc/adapter.js';
 import { createAuthorizedApps } from './oidc/authorized-apps.js';
-import { clientAdapter } from './oidc/client-adapter.js';
 import { createFindAccount } from './oidc/find-account.js';
+import { revocationAnnouncer } from './oidc/grant-revocations.js';
 import { loginSessions } from './oidc/login-session.js';
 import { memoryAdapters } from './oidc/memory-adapter.js';
-import { postgresAdapters } from './oidc/postgres-adapter.js';
 import { createProvider } from './oidc/provider.js';
+import { recordProviderEvents } from './oidc/provider-events.js';
 import { redisAdapters } from './oidc/redis-adapter.js';
 import { DISCOVERY_PATHS, ROUTES, TOKEN_ISSUING_PATHS } from './oidc/routes.js';
-import { specGlue } from './oidc/spec-glue.js';
-import { tokenLookAhead } from './oidc/token-look-ahead.js';
+import { authorizeGlue, introspectGlue, resumeGlue, userinfoGlue } from './oidc/spec-glue.js';
+import { tokenEndpoint } from './oidc/token-endpoint.js';
 import { accessLog } from './http/access-log.js';
 import { parseBody } from './http/body.js';
 import { handleErrors } from './http/handle-errors.js';
@@ -69,8 +68,7 @@ import { REGISTER_PATH, registerRoutes } from './ui/register.js';
 import { settingsRoutes } from './ui/settings.js';
 import { SETTINGS_PATH } from './ui/settings-session.js';
 import { createViews, VIEWS_DIR } from './ui/views.js';
-import { revocationAnnouncer } from './webhooks/application-events.js';
-import { providerEvents } from './webhooks/provider-events.js';
+import { auditedChanges } from './webhooks/audited-changes.js';
 import { createWebhookService } from './webhooks/webhook-service.js';
 import type { WebhookService } from './webhooks/webhook-service.js';
 import { WEBHOOKS_PATH, webhooksApi } from './webhooks/webhooks-api.js';
@@ -83,7 +81,7 @@ export interface App {
   readonly users: UserStore;
   readonly clients: ClientStore;
   readonly webhooks: WebhookService;
-  /** Where the app writes its access and error lines (issue 11 "Operable in production"). */
+  /** Where the app writes its access and error lines. */
   readonly logger: OpsLogger;
   /** This app's metrics (its own registry), counted and served with METRICS_PORT only. */
   readonly metrics: Metrics;
@@ -124,14 +122,19 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   const metrics = await createMetrics({ db, redis }, config.metricsPort !== undefined);
   const memory = redis ? undefined : memoryAdapters();
   const keys = loadKeys(config);
-  // The audit trail (issue 11): rows in audit_events and `audit` lines, written where each change is made.
-  const audit = createAuditLog({ prisma: db.prisma, sql: db.sql, logger });
-  const users = createUserStore(db.prisma);
-  const clients = createClientStore(db.prisma, audit);
-  const views = createViews();
   // Store failures become 503s; a hung store is not waited on twice (store/store-failure.ts).
   // Redis has one breaker: its sessions, interactions and counters alike.
   const guards = { durable: storeGuard('database'), shortLived: storeGuard('redis', HUNG_PAUSE_MS, config.timeouts.redisCommandMs) };
+  // The request path's reads and writes (docs/storage.md): each request's reads remembered for it,
+  // its writes sent as one statement; those of one event-loop turn shared where that pays.
+  const byTurn = config.databaseBatching === 'turn' || (config.databaseBatching === 'auto' && db.embedded);
+  const send = createWriteSender(db.sql, { byTurn });
+  const hot = createHotReads(db.sql, { byTurn });
+  // The audit trail: rows in audit_events and `audit` lines, written where each change is made.
+  const audit = createAuditLog({ prisma: db.prisma, send, logger });
+  const users = createUserStore(db.prisma);
+  const clients = createClientStore(db.prisma, audit);
+  const views = createViews();
   // Spec "Limits": counters in Redis (shared by every instance) or in this process; window 60 s.
   const limiter = metrics.countRefusals(createLimiterFactory(redis && { redis, keyPrefix: `${config.redisKeyPrefix}rl:`, guard: guards.shortLived }));
   const limits = {
@@ -144,26 +147,15 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   const guard = metrics.countLogins(createLoginGuard(limiter));
   const respondError = createErrorResponder(views, new Set([ROUTES.token, ROUTES.userinfo, ROUTES.revocation, ROUTES.introspection, WEBHOOKS_PATH]));
   const clock = () => new Date();
-  // What a request's events write (outbox messages, audit rows) joins its one write statement.
-  const joinRequestWrites = (key: string, write: Write) => {
-    const batch = pendingWrites(db.sql);
-    batch?.write(key, write);
-    return batch !== undefined;
-  };
-  // Request-path reads, memoised per request (store/hot-reads.ts, README "Storage").
-  const hot = createHotReads(db.sql);
-  const findUser = (id: string) => hot.findUser(id);
-  const usernameOf = async (accountId: string) => (await findUser(accountId))?.username;
+  const usernameOf = async (accountId: string) => (await hot.findUser(accountId))?.username;
   const webhooks = createWebhookService({
     prisma: db.prisma,
+    send,
     clock,
     policy: { httpsOnly: config.production, allowPrivate: config.webhookAllowPrivateNetworks },
     retryBaseMs: config.webhookRetryBaseMs,
     attemptTimeoutMs: config.timeouts.webhookAttemptMs,
     leaseMs: config.webhookLeaseMs,
-    usernameOf,
-    clientHasWebhooks,
-    joinRequestWrites,
     log: (error) => log(error),
     onOutcome: metrics.webhookOutcome,
     audit,
@@ -176,12 +168,12 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     config,
     keys,
     adapters: createAdapterFactory({
-      durable: postgresAdapters(db, hot),
+      durable: postgresAdapters(db, hot, send),
       shortLived: redis ? redisAdapters(redis, config.redisKeyPrefix) : memory!.adapters,
-      client: clientAdapter(hot.findClient),
+      findClient: hot.findClient,
       guards,
     }),
-    findAccount: createFindAccount(findUser, guards.durable),
+    findAccount: createFindAccount(hot.findUser, guards.durable),
     renderError: async (ctx, out) => {
       const error = specErrorCode(String(out.error));
       respondError(ctx, { error, error_description: String(out.error_description ?? '') }, specStatus(error, ctx.status >= 400 ? ctx.status : 400));
@@ -189,9 +181,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     verifyClientSecret,
   });
   provider.on('server_error', (ctx, error) => log(error, ctx));
-  provider.on('grant.success', (ctx) => metrics.tokenIssued(String(ctx.oidc.params?.grant_type)));
-  const tokenEvents = providerEvents({ provider, raise: webhooks.raise, log: (error, ctx) => log(error, ctx) });
-  const tokenAudit = providerAudit({ provider, audit, joinRequestWrites, log: (error, ctx) => log(error, ctx) });
+  recordProviderEvents({ provider, audit, webhooks, tokenIssued: metrics.registry ? metrics.tokenIssued : undefined, send, log: (error, ctx) => log(error, ctx) });
   const cleanup = startCleanup(db.prisma, { auditRetentionDays: config.auditRetentionDays, log: (error) => log(error) });
 
   const body = parseBody(); // forms and JSON of our own pages and APIs, at most 16 kB
@@ -215,13 +205,23 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   };
   const servedPaths = Object.keys(served);
 
+  // The provider's endpoints that the spec reshapes, each with its glue in front of the provider
+  // (oidc/token-endpoint.ts, oidc/spec-glue.ts); the provider serves the others as they are.
+  const toProvider = mount(provider);
+  const oauth = new Router({ strict: true, sensitive: true })
+    .get(ROUTES.authorization, authorizeGlue(respondError), toProvider)
+    .all(new RegExp(`^${ROUTES.authorization.replace('.', '\\.')}/`), resumeGlue, toProvider)
+    .post(ROUTES.token, tokenEndpoint({ admit: tokenAdmission(tokenByClient), guard: guards.durable, provider: toProvider, log }))
+    .all(ROUTES.userinfo, userinfoGlue, toProvider)
+    .post(ROUTES.introspection, introspectGlue(usernameOf), toProvider);
+
   // Behind TRUST_PROXY, the client is the last X-Forwarded-For entry (the one our proxy added).
   const koa = new Koa({ proxy: config.trustProxy, maxIpsCount: 1, keys: keys.cookieKeys });
   koa.silent = true; // errors are logged by handleErrors and the provider's server_error event
   koa
     .use(inFlight.middleware) // a drained shutdown waits for every handler, hung-up clients' included
     .use(requestId())
-    .use(accessLog({ logger, onResponse: metrics.observeRequest, knownPaths: new Set([...servedPaths, HEALTH_PATH, LIVE_PATH, READY_PATH, '/assets/site.css']) }))
+    .use(accessLog({ logger, onResponse: metrics.registry ? metrics.observeRequest : undefined, knownPaths: new Set([...servedPaths, HEALTH_PATH, LIVE_PATH, READY_PATH, '/assets/site.css']) }))
     .use(handleErrors(respondError, log))
     .use(securityHeaders({ hsts: config.secureCookies, tokenPaths: limits.tokenPaths }))
     .use(health({
@@ -232,35 +232,27 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     .use(staticAssets(VIEWS_DIR))
     .use(rateLimit(limits)) // everything below is limited; nothing is parsed or looked up before it
     .use(exactPaths(served))
-    // Each request's reads and its one write statement (store/request-memo.ts), for every route:
-    // what a page or the provider reads twice is read once, and what a request's events write
-    // (outbox messages, audit rows) joins that statement, sent before the response leaves.
-    .use(requestMemo(guards.durable, tokenLookAhead))
-    .use(openapiDocument()) // issue 11: the API's description, from openapi.json
+    // Each request's reads, remembered for it, and its one write statement, sent before the
+    // response leaves (store/request-state.ts).
+    .use(requestState(guards.durable, send, log))
+    .use(oauth.routes())
+    .use(openapiDocument()) // the API's description, from openapi.json
     .use(registerRoutes({ clients, views, body }).routes())
     .use(settingsRoutes({ findClient: clients.find, settings: clientSettings, webhooks, views, body, clock }).routes())
     .use(webhooksApi({ findClient: clients.find, webhooks, body }).routes())
     .use(interactionRoutes({
-      provider, users, findUser, guard, audit, views, body,
+      provider, users, findUser: hot.findUser, guard, audit, views, body,
       onDenied: (d) => webhooks.raise('authorization.denied', { client_id: d.clientId, client_name: d.clientName, account_id: d.accountId }),
     }).routes())
     .use(applicationsRoutes({
       apps: createAuthorizedApps({ prisma: db.prisma, withEvents: revocationAnnouncer(changes) }),
-      findUser,
+      findUser: hot.findUser,
       signIn: { guard, users, audit },
       loginSessions: loginSessions(provider),
       views,
       body,
     }).routes())
-    .use(specGlue({
-      answerUntrusted: respondError,
-      admitClient: tokenAdmission(tokenByClient),
-      usernameOf,
-    }))
-    .use(sendWrites(guards.durable)) // the provider's writes, with its events', before the glue sees the answer
-    .use(tokenEvents.settle)
-    .use(tokenAudit.settle)
-    .use(mount(provider));
+    .use(toProvider);
   webhooks.start();
 
   let metricsServer: MetricsServer | undefined;

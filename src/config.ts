@@ -6,8 +6,17 @@
  * @example const config = loadConfig(process.env);
  */
 import path from 'node:path';
-import { LOG_LEVELS } from './ops/logger.js';
-import type { LogLevel } from './ops/logger.js';
+
+/** pino's levels, most severe first, and `silent`. */
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/**
+ * Whether the request path's statements carry the lookups and writes of every request made in
+ * one turn of the event loop (`turn`) or each request's alone (`off`); `auto`: `turn` on the
+ * embedded database, which serves one statement at a time, `off` on PostgreSQL (docs/performance.md).
+ */
+export type DatabaseBatching = 'auto' | 'turn' | 'off';
 
 export interface Config {
   readonly nodeEnv: 'development' | 'production' | 'test';
@@ -18,6 +27,8 @@ export interface Config {
   readonly secureCookies: boolean;
   /** Postgres connection string; unset = embedded PGlite under `dataDir`. */
   readonly databaseUrl: string | undefined;
+  /** DATABASE_BATCHING: see {@link DatabaseBatching}. */
+  readonly databaseBatching: DatabaseBatching;
   /** Redis connection string; unset = in-process stores. */
   readonly redisUrl: string | undefined;
   readonly redisKeyPrefix: string;
@@ -47,7 +58,7 @@ export interface Config {
   readonly tls: { readonly certFile: string; readonly keyFile: string } | undefined;
   /** How long each store may take before a request gives up on it (see {@link Timeouts}). */
   readonly timeouts: Timeouts;
-  /** LOG_LEVEL: the least severe level written (issue 11 "Operable in production"). */
+  /** LOG_LEVEL: the least severe level written. */
   readonly logLevel: LogLevel;
   /** METRICS_PORT: where `/metrics` is served on its own listener; unset = no metrics listener. */
   readonly metricsPort: number | undefined;
@@ -158,6 +169,12 @@ function cookieKeys(env: Env): string[] | undefined {
   return keys;
 }
 
+function databaseBatching(env: Env): DatabaseBatching {
+  const raw = read(env, 'DATABASE_BATCHING')?.toLowerCase() ?? 'auto';
+  if (raw !== 'auto' && raw !== 'turn' && raw !== 'off') throw new ConfigError('DATABASE_BATCHING', `must be auto, turn or off, got "${raw}"`);
+  return raw;
+}
+
 function logLevel(env: Env): LogLevel {
   const raw = read(env, 'LOG_LEVEL')?.toLowerCase() ?? 'info';
   if (!(LOG_LEVELS as readonly string[]).includes(raw)) {
@@ -240,6 +257,7 @@ export function loadConfig(env: Env): Config {
     baseUrl: base,
     secureCookies: https,
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
+    databaseBatching: databaseBatching(env),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     redisKeyPrefix,
     dataDir: path.resolve(read(env, 'DATA_DIR') ?? 'data'),

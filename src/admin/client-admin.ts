@@ -10,12 +10,12 @@
  * @example await admin.delete(await admin.find(clientId), { actor: OPERATOR });
  */
 import type { AuditContext } from '../audit/audit-log.js';
-import type { ChangeTransaction } from '../audit/audited-changes.js';
+import type { ChangeTransaction } from '../webhooks/audited-changes.js';
 import type { ClientSettings } from '../clients/client-settings.js';
 import type { Client, PrismaClient } from '../generated/prisma/client.js';
 import { grantCount } from '../oidc/authorized-apps.js';
 import type { ApplicationRevoked } from '../oidc/authorized-apps.js';
-import { revokeGrants } from '../webhooks/application-events.js';
+import { revokeGrants } from '../oidc/grant-revocations.js';
 import type { WebhookEndpoint } from '../webhooks/webhook-store.js';
 import { NotFoundError } from './not-found.js';
 

@@ -1,9 +1,8 @@
 /**
- * The audit trail's event names and its actors (issue 11 "Audit trail"). Names are contracts:
- * operators' queries and alerts select on them. Declared, not coded: README.md "Operations" →
- * "Audit trail" documents the same table.
+ * The audit trail's event names. Names are contracts: operators' queries and alerts select on
+ * them. Declared, not coded: docs/operations.md "Audit trail" documents the same table.
  *
- * @example audit.record('user.disabled', { user: user.id }, { actor: OPERATOR });
+ * @example if (isAuditEventName(name)) query.events.push(name);
  */
 
 export const AUDIT_EVENTS = {
@@ -36,13 +35,3 @@ export const AUDIT_EVENT_NAMES = Object.keys(AUDIT_EVENTS) as AuditEventName[];
 export function isAuditEventName(value: unknown): value is AuditEventName {
   return typeof value === 'string' && Object.hasOwn(AUDIT_EVENTS, value);
 }
-
-/** Who acted: a signed-in user, a client with its credentials, the CLI, nobody known, the service itself. */
-export const userActor = (userId: string) => `user:${userId}`;
-export const clientActor = (clientId: string) => `client:${clientId}`;
-/** The administration CLI; the OS user who ran it is in the row's detail (`os_user`). */
-export const OPERATOR = 'operator';
-/** Someone not (or not yet) authenticated: a failed login, an open registration. */
-export const ANONYMOUS = 'anonymous';
-/** The service on its own account (no one asked for it). */
-export const SYSTEM = 'system';

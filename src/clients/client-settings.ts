@@ -7,7 +7,7 @@
  * @example const { clientSecret } = await settings.rotateSecret(clientId, requestContext(ctx, clientActor(clientId)));
  */
 import type { AuditContext } from '../audit/audit-log.js';
-import type { ChangeTransaction } from '../audit/audited-changes.js';
+import type { ChangeTransaction } from '../webhooks/audited-changes.js';
 import type { Client } from '../generated/prisma/client.js';
 import { ClientInputError, validName, validRedirectUri } from './client-store.js';
 import { generateClientSecret, hashClientSecret } from './secret.js';

@@ -4,7 +4,7 @@
  *
  * @example const { client, clientSecret } = await clients.register({ clientName: 'Demo', redirectUri }, requestContext(ctx, ANONYMOUS));
  */
-import { ANONYMOUS } from '../audit/audit-events.js';
+import { ANONYMOUS } from '../audit/audit-log.js';
 import type { AuditContext, AuditLog } from '../audit/audit-log.js';
 import type { Client, PrismaClient } from '../generated/prisma/client.js';
 import { redirectUriProblem } from './redirect-uri.js';

@@ -12,7 +12,7 @@ import { isActive } from '../accounts/user-store.js';
 import type { User } from '../generated/prisma/client.js';
 import type { StoreGuard } from '../store/store-failure.js';
 
-/** Which claims each scope releases. Every token carries `openid` (see spec-glue.ts). */
+/** Which claims each scope releases. Every token carries `openid` (oidc/spec-glue.ts adds it at authorization). */
 export const CLAIMS = {
   openid: ['sub', 'username', 'email', 'full_name'],
   profile: ['name', 'preferred_username'],

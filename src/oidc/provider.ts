@@ -3,7 +3,7 @@
  * tokens, confidential clients (client_secret_post, client_secret_basic), opaque access
  * tokens, PKCE (S256) when a client uses it, revocation and introspection limited to a
  * client's own tokens. Everything here is the provider's own configuration; the few request
- * shapes it cannot express are in spec-glue.ts.
+ * shapes it cannot express are in token-endpoint.ts and spec-glue.ts.
  *
  * @see https://github.com/panva/node-oidc-provider/blob/main/docs/README.md
  */

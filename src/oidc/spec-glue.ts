@@ -1,41 +1,17 @@
 /**
- * The only place where requests are reshaped for oidc-provider. Each rule names the spec line
- * it serves; everything else is the provider's own behaviour at the spec's paths.
+ * Where requests to the provider's other endpoints are reshaped for the spec (the token
+ * endpoint's steps are token-endpoint.ts). Each rule names the spec line it serves; everything
+ * else is the provider's own behaviour at the spec's paths. app.ts puts each in front of the
+ * provider on its route.
  *
  * @see ../shared/spec/oauth-service-spec.md "Endpoints", "Errors"
  */
-import querystring from 'node:querystring';
-import type { Context, Middleware, Next } from 'koa';
-import { basicCredentials } from '../clients/client-auth.js';
+import type { Middleware } from 'koa';
+import type { Context } from 'koa';
 import { isWellFormedClientId } from '../clients/secret.js';
-import { ServiceError, StoreUnavailableError } from '../errors.js';
-import { noteClient } from '../http/access-log.js';
+import { StoreUnavailableError } from '../errors.js';
 import type { ErrorBody, ErrorResponder } from '../errors.js';
 import { asUnavailable } from '../store/store-failure.js';
-import { ROUTES } from './routes.js';
-
-/** The provider's own body limit (lib/shared/selective_body.js). */
-const BODY_LIMIT = 56 * 1024;
-
-export interface GlueDependencies {
-  /** Answers an authorization error that must not be redirected to an untrusted redirect_uri. */
-  answerUntrusted: ErrorResponder;
-  /** Spends a token request's budgets (its address, and its client_id if it names one); false when it has answered 429. */
-  admitClient: (ctx: Context, clientId: string | undefined) => Promise<boolean>;
-  /** The login name of an account (introspection reports it), undefined if there is none. */
-  usernameOf: (accountId: string) => Promise<string | undefined>;
-}
-
-export function specGlue(deps: GlueDependencies): Middleware {
-  return async (ctx, next) => {
-    if (ctx.path === ROUTES.authorization && (ctx.method === 'GET' || ctx.method === 'HEAD')) return authorize(ctx, next, deps);
-    if (ctx.path === ROUTES.token && ctx.method === 'POST') return token(ctx, next, deps);
-    if (ctx.path === ROUTES.userinfo) return userinfo(ctx, next);
-    if (ctx.path === ROUTES.introspection && ctx.method === 'POST') return introspect(ctx, next, deps);
-    if (ctx.path.startsWith(`${ROUTES.authorization}/`)) return resume(ctx, next);
-    return next();
-  };
-}
 
 /**
  * Spec: client_id, redirect_uri and response_type are all required, and redirect_uri "must
@@ -50,9 +26,9 @@ export function specGlue(deps: GlueDependencies): Middleware {
  * server never sees; it goes in the query here too, unless the client asked for the fragment
  * (`response_mode=fragment`; `form_post` is a page, not a redirect). HEAD is read as GET is.
  */
-async function authorize(ctx: Context, next: Next, deps: GlueDependencies) {
+export const authorizeGlue = (answerUntrusted: ErrorResponder): Middleware => async (ctx, next) => {
   const { client_id: clientId, redirect_uri: redirectUri, scope, response_mode: responseMode } = ctx.query;
-  const refuse = (description: string) => deps.answerUntrusted(ctx, { error: 'invalid_request', error_description: description }, 400);
+  const refuse = (description: string) => answerUntrusted(ctx, { error: 'invalid_request', error_description: description }, 400);
   if (typeof clientId === 'string' && clientId !== '' && !isWellFormedClientId(clientId)) {
     return refuse('client_id is malformed');
   }
@@ -75,10 +51,10 @@ async function authorize(ctx: Context, next: Next, deps: GlueDependencies) {
   }
   location = described(location);
   if (location !== answered) ctx.redirect(location); // Location and the body's link alike
-}
+};
 
 /**
- * Issue 10 / RFC 6749 §4.1.2.1: a store that fails once the provider has redirected to the client
+ * RFC 6749 §4.1.2.1: a store that fails once the provider has redirected to the client
  * (it persists the session after its authorization error handler has answered, so a session
  * write that fails escapes that handler) sends `temporarily_unavailable` back to the client too:
  * the provider had already trusted the client and this redirect_uri. Anything else is rethrown
@@ -142,68 +118,16 @@ function described(location: string): string {
  * `client_id` without `redirect_uri` (oidc-provider 9: `oneRedirectUriClients` reads
  * `ctx.oidc.params`, unset on resume). Without the query an unknown resume is a 400 page.
  */
-async function resume(ctx: Context, next: Next) {
+export const resumeGlue: Middleware = async (ctx, next) => {
   ctx.querystring = '';
   await next();
-}
-
-async function readBody(ctx: Context): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of ctx.req) {
-    size += (chunk as Buffer).length;
-    if (size > BODY_LIMIT) {
-      // The rest of the body stays unread: the connection cannot carry another request.
-      ctx.set('Connection', 'close');
-      throw new ServiceError('invalid_request', 'request body is too large');
-    }
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
-
-/**
- * Spec: `code`, `client_id` and `client_secret` are the token request; grant_type defaults to
- * authorization_code. A missing field is `invalid_request` (400), not a failed client
- * authentication; a refresh (RFC 6749 §6) needs `refresh_token` the same way. A code that is
- * unknown, expired, used, foreign or fails PKCE is the spec's `invalid_code`, which the
- * provider calls `invalid_grant`; other grants (refresh tokens) keep `invalid_grant`.
- *
- * The provider reads the body we parsed here (it warns once that a body was parsed upstream).
- */
-async function token(ctx: Context, next: Next, deps: GlueDependencies) {
-  if (!ctx.is('application/x-www-form-urlencoded')) return next(); // the provider refuses it
-  const params = querystring.parse(await readBody(ctx));
-  // Spec "Limits": the token budget per client_id, spent before any lookup or secret check. An
-  // id that cannot name a client has no budget to protect (the address budget still applies).
-  const clientId = basicCredentials(ctx.get('authorization'))?.clientId ?? params.client_id;
-  const budgeted = typeof clientId === 'string' && isWellFormedClientId(clientId) ? clientId : undefined;
-  if (budgeted) noteClient(ctx, budgeted); // logged even when its authentication fails
-  if (!(await deps.admitClient(ctx, budgeted))) return;
-  params.grant_type ??= 'authorization_code';
-  const basic = ctx.get('authorization') !== '';
-  const required = [
-    ...(params.grant_type === 'authorization_code' ? ['code'] : []),
-    ...(params.grant_type === 'refresh_token' ? ['refresh_token'] : []),
-    ...(basic ? [] : ['client_id', 'client_secret']),
-  ];
-  const missing = required.filter((name) => params[name] === undefined || params[name] === '');
-  if (missing.length > 0) {
-    throw new ServiceError('invalid_request', `missing required parameter${missing.length > 1 ? 's' : ''} ${missing.map((m) => `'${m}'`).join(', ')}`);
-  }
-  (ctx.request as { body?: unknown }).body = params;
-  await next();
-  const body = ctx.body as Partial<ErrorBody> | undefined;
-  if (params.grant_type === 'authorization_code' && body?.error === 'invalid_grant') {
-    ctx.body = { error: 'invalid_code', error_description: body.error_description ?? 'invalid authorization code' };
-  }
-}
+};
 
 /**
  * Spec: "Missing, invalid or expired token: error invalid_token with HTTP 401." The provider
  * answers a missing or unparseable Authorization header with 400 invalid_request.
  */
-async function userinfo(ctx: Context, next: Next) {
+export const userinfoGlue: Middleware = async (ctx, next) => {
   await next();
   const body = ctx.body as Partial<ErrorBody> | undefined;
   if (ctx.status === 400 && body?.error === 'invalid_request') {
@@ -213,7 +137,7 @@ async function userinfo(ctx: Context, next: Next) {
     const challenge = ctx.response.get('WWW-Authenticate') || `Bearer realm="${ctx.origin}"`;
     ctx.set('WWW-Authenticate', challenge.replace('error="invalid_request"', 'error="invalid_token"'));
   }
-}
+};
 
 /**
  * Introspection (RFC 7662 §2.2) of an active token names its user by `username`, the spec's
@@ -222,14 +146,14 @@ async function userinfo(ctx: Context, next: Next) {
  * it), so a resource server checking for `Bearer` never accepts a refresh token. A token whose
  * user no longer exists is inactive.
  */
-async function introspect(ctx: Context, next: Next, deps: GlueDependencies) {
+export const introspectGlue = (usernameOf: (accountId: string) => Promise<string | undefined>): Middleware => async (ctx, next) => {
   await next();
   const body = ctx.body as Record<string, unknown> | undefined;
   if (ctx.status !== 200 || body?.active !== true) return;
-  const username = typeof body.sub === 'string' ? await deps.usernameOf(body.sub) : undefined;
+  const username = typeof body.sub === 'string' ? await usernameOf(body.sub) : undefined;
   if (username === undefined) {
     ctx.body = { active: false };
     return;
   }
   ctx.body = { ...body, username, token_type: body.token_type ?? 'refresh_token' };
-}
+};

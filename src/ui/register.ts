@@ -8,13 +8,12 @@ import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { ServiceError } from '../errors.js';
 import { noteClient } from '../http/access-log.js';
-import { ANONYMOUS } from '../audit/audit-events.js';
-import { requestContext } from '../audit/request-context.js';
 import type { ClientStore } from '../clients/client-store.js';
 import { ClientInputError } from '../clients/client-store.js';
 import { checkCsrf, csrfToken } from './csrf.js';
 import { field } from './form.js';
 import type { Views } from './views.js';
+import { ANONYMOUS, requestContext } from '../audit/audit-log.js';
 
 export const REGISTER_PATH = '/api/register.php';
 

@@ -10,8 +10,6 @@ import type { Context, Middleware } from 'koa';
 import { ServiceError } from '../errors.js';
 import { noteClient } from '../http/access-log.js';
 import type { Client } from '../generated/prisma/client.js';
-import { clientActor } from '../audit/audit-events.js';
-import { requestContext } from '../audit/request-context.js';
 import { authenticateClient } from '../clients/client-auth.js';
 import type { ClientSettings } from '../clients/client-settings.js';
 import { ClientInputError } from '../clients/client-store.js';
@@ -22,6 +20,7 @@ import { checkCsrf, csrfToken } from './csrf.js';
 import { field } from './form.js';
 import { endSettingsSession, readSettingsSession, SETTINGS_PATH, startSettingsSession } from './settings-session.js';
 import type { Views } from './views.js';
+import { clientActor, requestContext } from '../audit/audit-log.js';
 
 export interface SettingsDependencies {
   findClient: (clientId: string) => Promise<Client | null>;

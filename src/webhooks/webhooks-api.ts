@@ -18,13 +18,12 @@ import type { Context, Middleware } from 'koa';
 import { ServiceError } from '../errors.js';
 import { noteClient } from '../http/access-log.js';
 import type { Client } from '../generated/prisma/client.js';
-import { clientActor } from '../audit/audit-events.js';
-import { requestContext } from '../audit/request-context.js';
 import { authenticateClient, basicCredentials } from '../clients/client-auth.js';
 import type { WebhookService } from './webhook-service.js';
 import { WebhookInputError } from './webhook-service.js';
 import { endpointView } from './webhook-store.js';
 import type { WebhookDelivery } from './webhook-store.js';
+import { clientActor, requestContext } from '../audit/audit-log.js';
 
 export const WEBHOOKS_PATH = '/api/webhooks.php';
 

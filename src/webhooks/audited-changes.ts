@@ -5,10 +5,10 @@
  *
  * @example await changes(async (tx, raise, audit) => { await tx.client.update(…); await raise('client.updated', …); await audit('client.updated', …); });
  */
-import type { Writer } from '../webhooks/outbox.js';
-import type { Raise, WebhookService } from '../webhooks/webhook-service.js';
-import type { AuditEventName } from './audit-events.js';
-import type { AuditContext, AuditFields, AuditLog } from './audit-log.js';
+import type { AuditEventName } from '../audit/audit-events.js';
+import type { AuditContext, AuditFields, AuditLog } from '../audit/audit-log.js';
+import type { Writer } from './outbox.js';
+import type { Raise, WebhookService } from './webhook-service.js';
 
 /** Writes an audit row in the change's transaction. */
 export type Audit = (event: AuditEventName, fields: AuditFields, context: AuditContext) => Promise<void>;

@@ -1,18 +1,19 @@
 /**
- * The Postgres adapter inside a request (store/request-memo.ts, oidc/postgres-adapter.ts): what
- * it defers and what it remembers, on a real server and on PGlite. Outside a request the plain
+ * The PostgreSQL adapter inside a request (store/request-state.ts, oidc/adapter.ts): what it
+ * defers and what it remembers, on a real server and on PGlite. Outside a request the plain
  * adapter contract holds (test/oidc/adapter-contract.test.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { errors } from 'oidc-provider';
 import type { AdapterFor, AdapterPayload } from '../../src/oidc/adapter.js';
-import { postgresAdapters } from '../../src/oidc/postgres-adapter.js';
 import { createHotReads } from '../../src/store/hot-reads.js';
-import { currentMemo, flushPending, outsideRequest, pendingWrites, withRequestMemo } from '../../src/store/request-memo.js';
-import { subscriberMessages } from '../../src/webhooks/outbox.js';
+import { currentState, outsideRequest } from '../../src/store/request-state.js';
+import { outboxEvent } from '../../src/webhooks/outbox.js';
 import type { WebhookEvent } from '../../src/webhooks/events.js';
 import { openTestDatabase } from '../helpers/databases.js';
+import { requestPath } from '../helpers/request-path.js';
+import type { RequestPath } from '../helpers/request-path.js';
 import type { StoreKind, TestStore } from '../helpers/databases.js';
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
@@ -21,10 +22,12 @@ const payload = (kind: string, fields: Partial<AdapterPayload> = {}): AdapterPay
 
 describe.each<StoreKind>(['postgres', 'embedded'])('postgres adapter within a request (%s)', (kind) => {
   let store: TestStore;
+  let path: RequestPath;
   let adapters: AdapterFor;
   beforeAll(async () => {
     store = await openTestDatabase(kind, { migrated: true });
-    adapters = postgresAdapters(store.db);
+    path = requestPath(store.db);
+    adapters = path.adapters;
   });
   afterAll(async () => { await store?.close(); });
 
@@ -46,7 +49,7 @@ describe.each<StoreKind>(['postgres', 'embedded'])('postgres adapter within a re
     const access = payload('AccessToken', { grantId });
     const refresh = payload('RefreshToken', { grantId });
 
-    await withRequestMemo(async () => {
+    await path.inRequest(async () => {
       await adapters('AuthorizationCode').consume(code.jti!);
       await adapters('AccessToken').upsert(access.jti!, access, 60);
       // Deferred: not in the database yet (another request would not see it).
@@ -65,7 +68,7 @@ describe.each<StoreKind>(['postgres', 'embedded'])('postgres adapter within a re
     const access = payload('AccessToken');
     const refresh = payload('RefreshToken');
 
-    const attempt = withRequestMemo(async () => {
+    const attempt = path.inRequest(async () => {
       expect((await adapters('AuthorizationCode').find(code.jti!))?.consumed).toBeUndefined();
       await outside('AuthorizationCode').consume(code.jti!); // the parallel redemption wins
       await adapters('AuthorizationCode').consume(code.jti!);
@@ -88,20 +91,26 @@ describe.each<StoreKind>(['postgres', 'embedded'])('postgres adapter within a re
     });
     const event = (): WebhookEvent => ({ id: `evt_${randomUUID()}`, type: 'token.issued', created_at: new Date().toISOString(), data: { client_id: clientId, client_name: 'C' } });
     const messages = (eventId: string) => store.db.prisma.webhookDelivery.count({ where: { eventId } });
+    /** Adds `event` to the current request's writes; `written` gets its id once it committed with a message. */
+    const announce = (event: WebhookEvent, written: string[]) => {
+      const { writes } = currentState()!;
+      writes.events.push(outboxEvent(event, clientId, undefined, new Date()));
+      writes.committed.push((announced) => { if (announced.has(event.id)) written.push(event.id); });
+    };
 
-    test('written with the tokens, one per subscribed endpoint, and told how many once committed', async () => {
+    test('written with the tokens, one per subscribed endpoint, and told once committed', async () => {
       const code = payload('AuthorizationCode', { clientId });
       await outside('AuthorizationCode').upsert(code.jti!, code, 60);
       const issued = event();
-      const written: number[] = [];
-      await withRequestMemo(async () => {
+      const written: string[] = [];
+      await path.inRequest(async () => {
         await adapters('AuthorizationCode').consume(code.jti!);
         await adapters('AccessToken').upsert(randomUUID(), payload('AccessToken', { clientId }), 60);
-        pendingWrites(store.db.sql)!.write(`outbox:${issued.id}`, subscriberMessages(issued, clientId, new Date(), (n) => written.push(n)));
+        announce(issued, written);
         expect(await messages(issued.id)).toBe(0); // not before the statement goes
       });
       expect(await messages(issued.id)).toBe(2);
-      expect(written).toEqual([2]);
+      expect(written).toEqual([issued.id]);
     });
 
     test('a redemption that lost its race writes no token and no message', async () => {
@@ -109,13 +118,13 @@ describe.each<StoreKind>(['postgres', 'embedded'])('postgres adapter within a re
       await outside('AuthorizationCode').upsert(code.jti!, code, 60);
       const access = payload('AccessToken', { clientId });
       const issued = event();
-      const written: number[] = [];
-      const attempt = withRequestMemo(async () => {
+      const written: string[] = [];
+      const attempt = path.inRequest(async () => {
         expect((await adapters('AuthorizationCode').find(code.jti!))?.consumed).toBeUndefined();
         await outside('AuthorizationCode').consume(code.jti!); // the parallel redemption wins
         await adapters('AuthorizationCode').consume(code.jti!);
         await adapters('AccessToken').upsert(access.jti!, access, 60);
-        pendingWrites(store.db.sql)!.write(`outbox:${issued.id}`, subscriberMessages(issued, clientId, new Date(), (n) => written.push(n)));
+        announce(issued, written);
       });
       await expect(attempt).rejects.toBeInstanceOf(errors.InvalidGrant);
       expect(await outside('AccessToken').find(access.jti!)).toBeUndefined();
@@ -126,7 +135,7 @@ describe.each<StoreKind>(['postgres', 'embedded'])('postgres adapter within a re
 
   test('any other call sends what was deferred first, so the request reads its own writes', async () => {
     const access = payload('AccessToken');
-    await withRequestMemo(async () => {
+    await path.inRequest(async () => {
       await adapters('AccessToken').upsert(access.jti!, access, 60);
       expect(await adapters('AccessToken').find(access.jti!)).toEqual(access);
     });
@@ -139,12 +148,12 @@ describe.each<StoreKind>(['postgres', 'embedded'])('postgres adapter within a re
     const token = payload('AccessToken', { grantId: grant.jti! });
     await outside('AccessToken').upsert(token.jti!, token, 60);
 
-    await withRequestMemo(async () => {
+    await path.inRequest(async () => {
       expect(await adapters('AccessToken').find(token.jti!)).toEqual(token);
       await outside('Grant').destroy(grant.jti!); // revoked elsewhere while this request runs
       expect(await adapters('Grant').find(grant.jti!)).toEqual(grant); // as read at its start
     });
-    await withRequestMemo(async () => {
+    await path.inRequest(async () => {
       expect(await adapters('Grant').find(grant.jti!)).toBeUndefined();
     });
   });
@@ -152,11 +161,11 @@ describe.each<StoreKind>(['postgres', 'embedded'])('postgres adapter within a re
   test('this request\'s own destroy is seen by its later lookups', async () => {
     const grant = payload('Grant');
     await outside('Grant').upsert(grant.jti!, grant, 60);
-    await withRequestMemo(async () => {
+    await path.inRequest(async () => {
       expect(await adapters('Grant').find(grant.jti!)).toEqual(grant);
       await adapters('Grant').destroy(grant.jti!);
       expect(await adapters('Grant').find(grant.jti!)).toBeUndefined();
-      await flushPending();
+      await currentState()!.flush();
     });
   });
 
@@ -166,11 +175,11 @@ describe.each<StoreKind>(['postgres', 'embedded'])('postgres adapter within a re
     const client = await prisma.client.create({ data: { clientId: `c${randomUUID().slice(0, 8)}`, clientSecretHash: 'h', clientName: 'C', redirectUri: 'http://localhost/cb' } });
     const token = payload('AccessToken', { accountId: user.id, clientId: client.clientId });
     await outside('AccessToken').upsert(token.jti!, token, 60);
-    await withRequestMemo(async () => {
+    await path.inRequest(async () => {
       await adapters('AccessToken').find(token.jti!);
-      expect(currentMemo()!.rows.get(`user:${user.id}`)).toEqual(await prisma.user.findUnique({ where: { id: user.id } }));
-      expect(currentMemo()!.rows.get(`client:${client.clientId}`)).toEqual(await prisma.client.findUnique({ where: { clientId: client.clientId } }));
+      expect(currentState()!.users.get(user.id)).toEqual(await prisma.user.findUnique({ where: { id: user.id } }));
+      expect(currentState()!.clients.get(client.clientId)).toEqual(await prisma.client.findUnique({ where: { clientId: client.clientId } }));
     });
-    expect(await withRequestMemo(() => createHotReads(store.db.sql).findClient(client.clientId))).toEqual(client);
+    expect(await path.inRequest(() => createHotReads(store.db.sql).findClient(client.clientId))).toEqual(client);
   });
 });

@@ -8,12 +8,12 @@
  * @example createAuthorizedApps({ prisma, withEvents: revocationAnnouncer(changes) });
  */
 import type { AuditContext, AuditFields } from '../audit/audit-log.js';
-import type { Audit, ChangeTransaction } from '../audit/audited-changes.js';
-import { endGrants } from '../oidc/authorized-apps.js';
-import type { ApplicationRevoked, GrantScope, RevocationTransaction } from '../oidc/authorized-apps.js';
-import type { Writer } from './outbox.js';
-import type { RevocationReason } from './events.js';
-import type { Raise } from './webhook-service.js';
+import type { Audit, ChangeTransaction } from '../webhooks/audited-changes.js';
+import type { RevocationReason } from '../webhooks/events.js';
+import type { Writer } from '../webhooks/outbox.js';
+import type { Raise } from '../webhooks/webhook-service.js';
+import { endGrants } from './authorized-apps.js';
+import type { ApplicationRevoked, GrantScope, RevocationTransaction } from './authorized-apps.js';
 
 /** The audit row of grants ended for one user and one client. */
 export function revokedFields({ clientId, accountId, username, grantIds }: ApplicationRevoked, reason: RevocationReason): AuditFields {
