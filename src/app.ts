@@ -51,7 +51,7 @@ import { health, HEALTH_PATH, LIVE_PATH, READY_PATH } from './http/health.js';
 import { OPENAPI_PATH, openapiDocument } from './http/openapi-document.js';
 import { requestId } from './http/request-id.js';
 import { createLogger, errorLog } from './ops/logger.js';
-import { createMetrics } from './ops/metrics.js';
+import { NO_METRICS } from './ops/metrics.js';
 import type { Metrics } from './ops/metrics.js';
 import { startMetricsServer } from './ops/metrics-server.js';
 import type { MetricsServer } from './ops/metrics-server.js';
@@ -71,7 +71,7 @@ import { createViews, VIEWS_DIR } from './ui/views.js';
 import { auditedChanges } from './webhooks/audited-changes.js';
 import { createWebhookService } from './webhooks/webhook-service.js';
 import type { WebhookService } from './webhooks/webhook-service.js';
-import { WEBHOOKS_PATH, webhooksApi } from './webhooks/webhooks-api.js';
+import { WEBHOOKS_PATH, webhooksApi } from './ui/webhooks-api.js';
 
 export interface App {
   readonly koa: Koa;
@@ -119,7 +119,8 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     await db.close();
     throw error;
   }
-  const metrics = await createMetrics({ db, redis }, config.metricsPort !== undefined);
+  // Counted only with METRICS_PORT: only then is prom-client loaded (ops/metrics.ts).
+  const metrics: Metrics = config.metricsPort === undefined ? NO_METRICS : (await import('./ops/prometheus-metrics.js')).prometheusMetrics({ db, redis });
   const memory = redis ? undefined : memoryAdapters();
   const keys = loadKeys(config);
   // Store failures become 503s; a hung store is not waited on twice (store/store-failure.ts).

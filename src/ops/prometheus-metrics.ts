@@ -1,5 +1,5 @@
 /**
- * Prometheus metrics (issue 11 "Operable in production"), in a registry of this app's own (not
+ * Prometheus metrics, in a registry of this app's own (not
  * prom-client's global one), so that several apps can run in one process (tests). Served by
  * src/ops/metrics-server.ts on METRICS_PORT only, and loaded only then (ops/metrics.ts).
  *

@@ -17,7 +17,6 @@ import type { Context, Middleware } from 'koa';
 import { StoreUnavailableError } from '../errors.js';
 import type { Client, User } from '../generated/prisma/client.js';
 import type { StoreGuard } from './store-failure.js';
-import type { WriteSender } from './write-sender.js';
 
 /** A provider model's row as the hot reads answer it (times as epoch numbers). */
 export interface ModelRow {
@@ -70,6 +69,12 @@ export interface OutboxEvent {
   /** ISO time: the messages' creation and first attempt. */
   readonly at: string;
 }
+
+/**
+ * Sends writes as one statement (store/write-sender.ts): resolves once they committed and their
+ * `committed` callbacks ran; rejects with the error of a consume that did not take, or the store's.
+ */
+export type WriteSender = (writes: Writes) => Promise<void>;
 
 /** One request's deferred writes (or a change's, sent on its own). */
 export class Writes {

@@ -7,17 +7,17 @@
  *
  * A sender resolves once the writes committed and their `committed` callbacks ran, or rejects
  * with the error of a consume that did not take (the writes were then not made at all), or with
- * the store's failure.
+ * the store's failure (`WriteSender`, store/request-state.ts).
  *
  * @example const send = createWriteSender(db.sql, { byTurn: db.embedded }); await send(writes);
  */
 import DataLoader from 'dataloader';
 import { isStoreFailure } from './store-failure.js';
 import type { HotSql } from './sql.js';
-import type { Writes } from './request-state.js';
+import type { Writes, WriteSender } from './request-state.js';
 import { WRITE } from './statements.js';
 
-export type WriteSender = (writes: Writes) => Promise<void>;
+export type { WriteSender };
 
 /** Batches one statement may carry at most. */
 const MAX_TOGETHER = 64;

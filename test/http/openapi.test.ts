@@ -16,7 +16,7 @@ import { DISCOVERY_PATHS, ROUTES } from '../../src/oidc/routes.js';
 import { APPLICATIONS_PATH } from '../../src/ui/applications.js';
 import { REGISTER_PATH } from '../../src/ui/register.js';
 import { SETTINGS_PATH } from '../../src/ui/settings-session.js';
-import { WEBHOOKS_PATH } from '../../src/webhooks/webhooks-api.js';
+import { WEBHOOKS_PATH } from '../../src/ui/webhooks-api.js';
 import { Browser } from '../helpers/browser.js';
 import { basicAuth, createUser, obtainTokens, registerClient } from '../helpers/fixtures.js';
 import { startPostgresServer } from '../helpers/postgres-server.js';

@@ -19,10 +19,10 @@ import { ServiceError } from '../errors.js';
 import { noteClient } from '../http/access-log.js';
 import type { Client } from '../generated/prisma/client.js';
 import { authenticateClient, basicCredentials } from '../clients/client-auth.js';
-import type { WebhookService } from './webhook-service.js';
-import { WebhookInputError } from './webhook-service.js';
-import { endpointView } from './webhook-store.js';
-import type { WebhookDelivery } from './webhook-store.js';
+import type { WebhookService } from '../webhooks/webhook-service.js';
+import { WebhookInputError } from '../webhooks/webhook-service.js';
+import { endpointView } from '../webhooks/webhook-store.js';
+import type { WebhookDelivery } from '../webhooks/webhook-store.js';
 import { clientActor, requestContext } from '../audit/audit-log.js';
 
 export const WEBHOOKS_PATH = '/api/webhooks.php';
