@@ -34,7 +34,7 @@ import { connectRedis } from './store/redis.js';
 import { loadKeys } from './store/keys.js';
 import { createAdapterFactory, postgresAdapters } from './oidc/adapter.js';
 import { createAuthorizedApps } from './oidc/authorized-apps.js';
-import { createFindAccount } from './oidc/find-account.js';
+import { createFindAccount } from './accounts/provider-account.js';
 import { revocationAnnouncer } from './oidc/grant-revocations.js';
 import { loginSessions } from './oidc/login-session.js';
 import { memoryAdapters } from './oidc/memory-adapter.js';
@@ -46,10 +46,9 @@ import { authorizeGlue, introspectGlue, resumeGlue, userinfoGlue } from './oidc/
 import { tokenEndpoint } from './oidc/token-endpoint.js';
 import { accessLog } from './http/access-log.js';
 import { parseBody } from './http/body.js';
-import { handleErrors } from './http/handle-errors.js';
+import { handleErrors, securityHeaders } from './http/responses.js';
 import { health, HEALTH_PATH, LIVE_PATH, READY_PATH } from './http/health.js';
 import { OPENAPI_PATH, openapiDocument } from './http/openapi-document.js';
-import { requestId } from './http/request-id.js';
 import { createLogger, errorLog } from './ops/logger.js';
 import { NO_METRICS } from './ops/metrics.js';
 import type { Metrics } from './ops/metrics.js';
@@ -59,8 +58,7 @@ import type { Logger as OpsLogger } from './ops/logger.js';
 import { trackInFlight } from './http/in-flight.js';
 import { exactPaths } from './http/exact-paths.js';
 import { rateLimit, tokenAdmission } from './http/rate-limit.js';
-import { securityHeaders } from './http/security-headers.js';
-import { staticAssets } from './http/static-assets.js';
+import { STYLESHEET_PATH, staticAssets } from './http/static-assets.js';
 import { APPLICATIONS_PATH, applicationsRoutes } from './ui/applications.js';
 import { createErrorResponder } from './ui/error-page.js';
 import { interactionRoutes } from './ui/interactions.js';
@@ -211,32 +209,36 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   const toProvider = mount(provider);
   const oauth = new Router({ strict: true, sensitive: true })
     .get(ROUTES.authorization, authorizeGlue(respondError), toProvider)
-    .all(new RegExp(`^${ROUTES.authorization.replace('.', '\\.')}/`), resumeGlue, toProvider)
+    .all(new RegExp(`^${ROUTES.authorization.replace('.', '\\.')}/[^/]+$`), resumeGlue, toProvider)
     .post(ROUTES.token, tokenEndpoint({ admit: tokenAdmission(tokenByClient), guard: guards.durable, provider: toProvider, log }))
-    .all(ROUTES.userinfo, userinfoGlue, toProvider)
+    .get(ROUTES.userinfo, userinfoGlue, toProvider)
+    .post(ROUTES.userinfo, userinfoGlue, toProvider)
     .post(ROUTES.introspection, introspectGlue(usernameOf), toProvider);
+
+  // Answered before the rate limits, and only at their exact paths.
+  const unlimited = new Router({ strict: true, sensitive: true })
+    .get([HEALTH_PATH, LIVE_PATH, READY_PATH], health({
+      // Through the guards: ready exactly when requests would be let through to the stores.
+      checks: { database: () => guards.durable(() => db.ping()), ...(redis ? { redis: () => guards.shortLived(() => redis!.ping()) } : {}) },
+      stopping: () => inFlight.draining,
+    }))
+    .get(STYLESHEET_PATH, staticAssets(VIEWS_DIR));
 
   // Behind TRUST_PROXY, the client is the last X-Forwarded-For entry (the one our proxy added).
   const koa = new Koa({ proxy: config.trustProxy, maxIpsCount: 1, keys: keys.cookieKeys });
   koa.silent = true; // errors are logged by handleErrors and the provider's server_error event
   koa
     .use(inFlight.middleware) // a drained shutdown waits for every handler, hung-up clients' included
-    .use(requestId())
-    .use(accessLog({ logger, onResponse: metrics.registry ? metrics.observeRequest : undefined, knownPaths: new Set([...servedPaths, HEALTH_PATH, LIVE_PATH, READY_PATH, '/assets/site.css']) }))
+    .use(accessLog({ logger, onResponse: metrics.registry ? metrics.observeRequest : undefined, knownPaths: new Set([...servedPaths, HEALTH_PATH, LIVE_PATH, READY_PATH, STYLESHEET_PATH]) }))
     .use(handleErrors(respondError, log))
     .use(securityHeaders({ hsts: config.secureCookies, tokenPaths: limits.tokenPaths }))
-    .use(health({
-      // Through the guards: ready exactly when requests would be let through to the stores.
-      checks: { database: () => guards.durable(() => db.ping()), ...(redis ? { redis: () => guards.shortLived(() => redis!.ping()) } : {}) },
-      stopping: () => inFlight.draining,
-    }))
-    .use(staticAssets(VIEWS_DIR))
+    .use(unlimited.routes())
     .use(rateLimit(limits)) // everything below is limited; nothing is parsed or looked up before it
-    .use(exactPaths(served))
     // Each request's reads, remembered for it, and its one write statement, sent before the
     // response leaves (store/request-state.ts).
     .use(requestState(guards.durable, send, log))
-    .use(oauth.routes())
+    .use(oauth.routes()) // exact paths only: other spellings and other methods go on
+    .use(exactPaths(served))
     .use(openapiDocument()) // the API's description, from openapi.json
     .use(registerRoutes({ clients, views, body }).routes())
     .use(settingsRoutes({ findClient: clients.find, settings: clientSettings, webhooks, views, body, clock }).routes())

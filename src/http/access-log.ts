@@ -1,17 +1,34 @@
 /**
- * One access line a request (issue 11): method, route, status, duration in ms, request id,
- * client address and, where the request named or authenticated one, the client_id.
+ * Every request's id and its one access line: method, route, status, duration in ms, request
+ * id, client address and, where the request named or authenticated one, the client_id.
+ *
+ * The id is the caller's `X-Request-Id` when it is safe to echo and to write into a log line (at
+ * most 128 printable ASCII characters), otherwise a fresh one. It is answered in the
+ * `X-Request-Id` header and written on every log line of the request, so one request can be
+ * followed through the logs by its id.
  *
  * The route is the matched path (`/interaction/:uid/login`), never the raw URL: a query string
  * can carry codes and tokens, and an interaction uid is a session handle. Paths the service does
  * not serve are logged as `unmatched`, so that neither a log line nor a metric label echoes
  * whatever a caller sent. No header is logged.
  *
- * @example koa.use(requestId()).use(accessLog({ logger, knownPaths }));
+ * @example koa.use(accessLog({ logger, knownPaths })); // then ctx.state.requestId
  */
+import { randomUUID } from 'node:crypto';
 import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { clientAddress } from './client-address.js';
+
+export const REQUEST_ID_HEADER = 'X-Request-Id';
+const MAX_LENGTH = 128;
+/** Printable ASCII, space excluded (a space would make ids ambiguous in plain-text tools). */
+const PRINTABLE = /^[\x21-\x7e]+$/;
+
+/** The caller's id if acceptable, else undefined. */
+export function acceptedRequestId(raw: string | string[] | undefined): string | undefined {
+  if (typeof raw !== 'string' || raw.length > MAX_LENGTH || !PRINTABLE.test(raw)) return undefined;
+  return raw;
+}
 
 export const UNMATCHED_ROUTE = 'unmatched';
 
@@ -60,6 +77,9 @@ export function accessLog({ logger, knownPaths, onResponse }: AccessLogOptions):
   const lines = logger.child({}, { redact: [] });
   return async (ctx, next) => {
     const started = process.hrtime.bigint();
+    const id = acceptedRequestId(ctx.req.headers['x-request-id']) ?? randomUUID();
+    ctx.state.requestId = id;
+    ctx.set(REQUEST_ID_HEADER, id);
     // Read now: once the response is sent the socket may be gone (a 413 closes the connection).
     const address = clientAddress(ctx);
     let failed = false;

@@ -11,7 +11,7 @@
 import coBody from 'co-body';
 import type { Middleware } from 'koa';
 import { ServiceError } from '../errors.js';
-import { bodyParseError } from './handle-errors.js';
+import { bodyParseError } from './responses.js';
 
 const PARSED_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 

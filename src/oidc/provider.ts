@@ -12,7 +12,7 @@ import type { Configuration, FindAccount, KoaContextWithOIDC } from 'oidc-provid
 import type { Config } from '../config.js';
 import type { Keys } from '../store/keys.js';
 import type { AdapterFor } from './adapter.js';
-import { CLAIMS } from './find-account.js';
+import { CLAIMS } from '../accounts/provider-account.js';
 import { interactionPath, ROUTES } from './routes.js';
 
 export interface ProviderDependencies {

@@ -27,7 +27,7 @@ import { isWellFormedClientId } from '../clients/secret.js';
 import { ServiceError } from '../errors.js';
 import type { ErrorBody } from '../errors.js';
 import { noteClient } from '../http/access-log.js';
-import { bodyParseError } from '../http/handle-errors.js';
+import { bodyParseError } from '../http/responses.js';
 import type { ClientAdmission } from '../http/rate-limit.js';
 import { currentState, settle } from '../store/request-state.js';
 import type { StoreGuard } from '../store/store-failure.js';

@@ -11,7 +11,7 @@ import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { ServiceError } from '../errors.js';
 import { noteClient } from '../http/access-log.js';
-import { isActive } from '../accounts/user-store.js';
+import { isActive } from '../accounts/provider-account.js';
 import type { User } from '../accounts/user-store.js';
 import type { AuthorizedApps } from '../oidc/authorized-apps.js';
 import type { LoginSessions } from '../oidc/login-session.js';

@@ -9,7 +9,7 @@ import { cruise } from 'dependency-cruiser';
 import type { ICruiseOptions, IViolation } from 'dependency-cruiser';
 import { ROOT } from '../helpers/build.js';
 
-const config = createRequire(import.meta.url)(`${ROOT}.dependency-cruiser.cjs`) as { forbidden: ICruiseOptions['ruleSet']['forbidden']; options: ICruiseOptions };
+const config = createRequire(import.meta.url)(`${ROOT}.dependency-cruiser.cjs`) as { forbidden: NonNullable<ICruiseOptions['ruleSet']>['forbidden']; options: ICruiseOptions };
 
 test('every import follows the layers: no folder cycles, no module cycles, one composition root', async () => {
   const cwd = process.cwd();
