@@ -1,3 +1,4 @@
+// Kept over request-filtering-agent: allowing private networks there allows link-local and metadata too, and its deny list misses their IPv6 spellings (::ffff:169.254.169.254).
 /**
  * Where webhooks may be sent. A webhook URL is chosen by a client but fetched from inside our
  * network, so addresses that reach our own infrastructure are refused: loopback, private,
