@@ -11,11 +11,13 @@
  * @example clientAddress(ctx) // '203.0.113.7' or '2001:db8:1:2::/64'
  */
 import net from 'node:net';
+import ipaddr from 'ipaddr.js';
 import type { Context } from 'koa';
-import { ipv6Groups } from './ipv6.js';
+import { parseAddress } from './ip-address.js';
 
 /** An IPv4 client as a dual-stack listener sees it: `::ffff:192.0.2.1`. */
 const MAPPED_IPV4 = /^::ffff:(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})$/i;
+const MAPPED = ipaddr.parseCIDR('::ffff:0:0/96');
 
 /** The rate-limit key of one address string (see the module comment); undefined if it is not an IP. */
 export function addressKey(raw: string): string | undefined {
@@ -25,12 +27,10 @@ export function addressKey(raw: string): string | undefined {
   if (mapped && net.isIPv4(mapped)) return mapped; // the common case, without the general parse below
   const withoutPort = /^(\d+\.\d+\.\d+\.\d+):\d+$/.exec(address)?.[1];
   if (withoutPort && net.isIPv4(withoutPort)) return withoutPort;
-  if (!net.isIPv6(address)) return undefined;
-  const groups = ipv6Groups(address);
-  if (groups.slice(0, 5).every((group) => group === 0) && groups[5] === 0xffff) {
-    return [groups[6]! >> 8, groups[6]! & 0xff, groups[7]! >> 8, groups[7]! & 0xff].join('.');
-  }
-  return `${groups.slice(0, 4).map((group) => group.toString(16)).join(':')}::/64`;
+  const ip = parseAddress(address);
+  if (!(ip instanceof ipaddr.IPv6)) return undefined;
+  if (ip.match(MAPPED)) return ip.toIPv4Address().toString();
+  return `${ip.parts.slice(0, 4).map((part) => part.toString(16)).join(':')}::/64`;
 }
 
 /**
