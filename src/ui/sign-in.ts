@@ -12,7 +12,7 @@ import type { LoginGuard } from '../accounts/login-guard.js';
 import type { LoginCheck, User, UserStore } from '../accounts/user-store.js';
 import { ANONYMOUS, requestContext, userActor } from '../audit/audit-log.js';
 import type { AuditLog } from '../audit/audit-log.js';
-import { clientAddress } from '../http/client-address.js';
+import { clientAddress } from '../http/rate-limit.js';
 
 const WRONG_CREDENTIALS = 'Incorrect username or password.';
 
