@@ -9,12 +9,12 @@
  * then the median of 3 runs of 8 s. Costs per request are counted on the stores' side
  * (bench/lib/counters.mjs) and from /proc (the server's CPU time and RSS).
  *
- * With `--markdown file` the header line and the table also replace the part of that page
- * between its marker comments (bench/lib/markdown.mjs): `--markdown docs/performance.md`.
- *
  * With `--against <git-ref>` or `--variants NAME=a,b` the service is measured as two sides, A
  * and B, taking turns row by row over `--rounds` rounds (bench/lib/ab-plan.mjs), and a second
  * table compares them (bench/lib/ab-report.mjs); the anchors are measured once.
+ *
+ * With `--markdown file` the header line and the table also replace the part of that page
+ * between its marker comments (bench/lib/markdown.mjs): `--markdown docs/performance.md`.
  *
  * Usage: npm run bench [-- --quick] [--mode pg|embedded|both] [--rows userinfo,exchange,…]
  *        [--seed-tokens N] [--connections 32] [--seconds 8] [--runs 3] [--warmup 3] [--no-build]
@@ -238,47 +238,9 @@ async function main() {
     argon2Rate = median(rates);
   }
 
-  /** The service in `mode`, started from `root` with `env`, its tokens seeded: the target of its rows. */
-  const prepare = async (mode, label, { root = ROOT, env = serviceEnv, name = mode } = {}) => {
-    log(`${label}: preparing`);
-    const service = await startService(mode, { ...context, nodeArgs: profiled(name), env, root, name: `service-${name}` });
-    startRss[label] = service.server.usage().rssBytes / 2 ** 20;
-    try {
-      if (seed > 0) {
-        log(`seeding ${fmt(seed)} access + ${fmt(seed)} refresh tokens`);
-        await seedTokens(service, seed);
-      }
-    } catch (error) {
-      await service.close();
-      throw error;
-    }
-    return { ...service, kind: 'service', label };
-  };
-  /** One row of a prepared service; the 429 row on a second instance with the default limits. */
-  const measureRow = async (target, row, title = row) => {
-    if (!ROWS[row].refusing) return measure(target, row, { title });
-    const refusing = await target.startRefusing();
-    try {
-      return await measure({ ...target, refusingBase: refusing.base }, row, { server: refusing.server, title });
-    } finally {
-      await refusing.stop();
-    }
-  };
-  /** Both sides of the comparison in `mode`, running side by side, their rows measured in turns. */
-  const compare = async (mode, label) => {
-    const started = {};
-    try {
-      for (const side of comparison.sides) started[side.id] = await prepare(mode, `${label}, ${side.id}`, { ...side, name: `${mode}-${side.id}` });
-      return await alternate(comparison, rows, async (side, row, round) => ({
-        ...(await measureRow(started[side.id], row, `${row}, round ${round}`)), service: label,
-      }));
-    } finally {
-      for (const service of Object.values(started)) await service.close();
-    }
-  };
-
   for (const mode of modes) {
     const label = mode === 'pg' ? 'this service, Postgres + Redis' : 'this service, embedded';
+    log(`${label}: preparing`);
     if (comparison) {
       figures.push(...(await compare(mode, label)));
       for (const side of comparison.sides) printProfiles(`${label}, ${side.id}`, `${mode}-${side.id}`, figures);
@@ -313,6 +275,45 @@ async function main() {
     execFileSync(process.execPath, ['bench/webhook-latency.mjs', '--events', options.quick ? '20' : '100'], { cwd: ROOT, stdio: 'inherit' });
   }
   fs.rmSync(settings.tmpDir, { recursive: true, force: true });
+
+  // The steps of the service's loop above.
+  /** The service in `mode`, started from `root` with `env`, its tokens seeded: the target of its rows. */
+  async function prepare(mode, label, { root = ROOT, env = serviceEnv, name = mode } = {}) {
+    const service = await startService(mode, { ...context, nodeArgs: profiled(name), env, root, name: `service-${name}` });
+    startRss[label] = service.server.usage().rssBytes / 2 ** 20;
+    try {
+      if (seed > 0) {
+        log(`seeding ${fmt(seed)} access + ${fmt(seed)} refresh tokens`);
+        await seedTokens(service, seed);
+      }
+    } catch (error) {
+      await service.close();
+      throw error;
+    }
+    return { ...service, kind: 'service', label };
+  }
+  /** One row of a prepared service; the 429 row on a second instance with the default limits. */
+  async function measureRow(target, row, title = row) {
+    if (!ROWS[row].refusing) return measure(target, row, { title });
+    const refusing = await target.startRefusing();
+    try {
+      return await measure({ ...target, refusingBase: refusing.base }, row, { server: refusing.server, title });
+    } finally {
+      await refusing.stop();
+    }
+  }
+  /** Both sides of the comparison in `mode`, running side by side, their rows measured in turns. */
+  async function compare(mode, label) {
+    const started = {};
+    try {
+      for (const side of comparison.sides) started[side.id] = await prepare(mode, `${label}, ${side.id}`, { ...side, name: `${mode}-${side.id}` });
+      return await alternate(comparison, rows, async (side, row, round) => ({
+        ...(await measureRow(started[side.id], row, `${row}, round ${round}`)), service: label,
+      }));
+    } finally {
+      for (const service of Object.values(started)) await service.close();
+    }
+  }
 }
 
 /** The run's header line and table into `file`, between its markers, with the command and the build that ran. */
