@@ -21,7 +21,11 @@ if (!IS_CHECKOUT) {
   else console.warn(`skipping test/bench/ab-run.test.ts: ${MISSING}`);
 }
 
-const bench = (...args: string[]) => promisify(execFile)(process.execPath, ['bench/run.mjs', ...args], { cwd: ROOT, timeout: 240_000 });
+let dir: string;
+/** The bench's temporary folders (its worktree among them) go under the test's own TMPDIR, removed afterwards. */
+const tmpdir = () => path.join(dir, 'tmp');
+const env = () => ({ ...process.env, TMPDIR: tmpdir() });
+const bench = (...args: string[]) => promisify(execFile)(process.execPath, ['bench/run.mjs', ...args], { cwd: ROOT, env: env(), timeout: 240_000 });
 const QUICK = ['--quick', '--no-build', '--mode', 'embedded', '--rows', 'discovery', '--connections', '4', '--seconds', '1', '--warmup', '1'];
 /** The Markdown tables in a text: each run of lines that start with "|". */
 function tablesIn(text: string): string[] {
@@ -39,12 +43,14 @@ function tablesIn(text: string): string[] {
 const cellsOf = (line: string) => line.split('|').slice(1, -1).map((cell) => cell.trim());
 /** The worktree a run named in its log, and whether git or the disk still know it. */
 const worktreeOf = (stderr: string) => /checking \w+ out into (\S+)/.exec(stderr)?.[1];
-const stillThere = (dir: string) => fs.existsSync(dir) || execFileSync('git', ['worktree', 'list', '--porcelain'], { cwd: ROOT, encoding: 'utf8' }).includes(dir);
+const stillThere = (worktree: string) => fs.existsSync(worktree)
+  || execFileSync('git', ['worktree', 'list', '--porcelain'], { cwd: ROOT, encoding: 'utf8' }).includes(worktree)
+  || fs.readdirSync(tmpdir()).some((name) => name.startsWith('oauth-bench-against-'));
 
 (IS_CHECKOUT ? describe : describe.skip)('npm run bench --against', () => {
-  let dir: string;
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-ab-'));
+    fs.mkdirSync(tmpdir());
     await buildDist();
   }, 120_000);
   afterAll(() => { fs.rmSync(dir, { recursive: true, force: true }); });
@@ -64,6 +70,7 @@ const stillThere = (dir: string) => fs.existsSync(dir) || execFileSync('git', ['
       expect(failure?.stderr).toContain('Usage: npm run bench');
       expect(failure?.stderr).not.toContain('[bench]'); // nothing started: no build, no worktree
     }
+    expect(fs.readdirSync(tmpdir())).toEqual([]); // not even the run's temporary folder
     const { stdout } = await bench('--help');
     expect(stdout).toContain('[--against git-ref | --variants NAME=a,b] [--rounds 2]');
   }, 60_000);
@@ -105,13 +112,13 @@ const stillThere = (dir: string) => fs.existsSync(dir) || execFileSync('git', ['
     expect(written).toMatch(/\*\*A\/B in this run, 2 rounds per row/);
 
     const worktree = worktreeOf(stderr);
-    expect(worktree).toBeDefined();
+    expect(worktree?.startsWith(tmpdir())).toBe(true);
     expect(stillThere(worktree!)).toBe(false);
     expect(fs.existsSync(path.join(ROOT, 'node_modules', '.bin'))).toBe(true); // its symlink went, not what it pointed to
   }, 240_000);
 
   test('Ctrl-C while the other build is prepared: exit 130, the worktree removed', async () => {
-    const child = spawn(process.execPath, ['bench/run.mjs', ...QUICK, '--against', 'HEAD'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, ['bench/run.mjs', ...QUICK, '--against', 'HEAD'], { cwd: ROOT, env: env(), stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     await new Promise<void>((resolve, reject) => {
@@ -124,6 +131,7 @@ const stillThere = (dir: string) => fs.existsSync(dir) || execFileSync('git', ['
     child.kill('SIGINT');
     expect(await exited).toBe(130);
     expect(stderr).toContain('SIGINT: removing the worktree');
+    expect(worktreeOf(stderr)?.startsWith(tmpdir())).toBe(true);
     expect(stillThere(worktreeOf(stderr)!)).toBe(false);
     expect(fs.existsSync(path.join(ROOT, 'node_modules', '.bin'))).toBe(true);
   }, 60_000);
