@@ -9,3 +9,4 @@ export function verdict(aPerSecond: number[], bPerSecond: number[]): { ratio: nu
 export function comparisons(figures: Figure[]): { service: string; row: string; A: Figure[]; B: Figure[] }[];
 export function comparisonTable(figures: Figure[], titleOf?: (row: string) => string): string;
 export function sideResults(figures: Figure[]): Result[];
+export function roundNotes(rounds: { round: number; notes: string[] }[]): string[];

@@ -61,7 +61,7 @@ export function comparisonTable(figures, titleOf = (row) => row) {
 
 /**
  * Each side's rounds of a row as one result of the main table (target "<service>, A"): the
- * medians of its rounds, the peak RSS of all of them, and every round's notes.
+ * medians of its rounds, the peak RSS of all of them, and their notes (see {@link roundNotes}).
  * Ordered by service, then side, then row, as first measured.
  */
 export function sideResults(figures) {
@@ -80,10 +80,17 @@ export function sideResults(figures) {
           perSecond: medianOf('perSecond'), p50: medianOf('p50'), p99: medianOf('p99'),
           pg: medianOf('pg'), redis: medianOf('redis'), cpuUs: medianOf('cpuUs'),
           rssMb: Math.max(...of(rounds, 'rssMb')),
-          notes: order(rounds.flatMap((round) => round.notes.map((note) => `round ${round.round}: ${note}`))),
+          notes: roundNotes(rounds),
         });
       }
     }
   }
   return results;
+}
+
+/** The notes of a side's rounds: one said in every round once, any other marked with its round ("round 2: …"). */
+export function roundNotes(rounds) {
+  const everywhere = (note) => rounds.every((round) => round.notes.includes(note));
+  const notes = rounds.flatMap((round) => round.notes.map((note) => (everywhere(note) ? note : `round ${round.round}: ${note}`)));
+  return [...new Set(notes)];
 }

@@ -4,7 +4,7 @@
  * Rendered from made-up figures.
  */
 import { describe, expect, test } from '@jest/globals';
-import { AB_COLUMNS, comparisonTable, sideResults, spread, verdict } from '../../bench/lib/ab-report.mjs';
+import { AB_COLUMNS, comparisonTable, roundNotes, sideResults, spread, verdict } from '../../bench/lib/ab-report.mjs';
 import type { Figure } from '../../bench/lib/ab-report.mjs';
 
 const SERVICE = 'this service, embedded';
@@ -16,8 +16,8 @@ const figure = (side: 'A' | 'B', round: number, row: string, perSecond: number, 
 const FIGURES = [
   figure('A', 1, 'userinfo', 2000, 400), figure('B', 1, 'userinfo', 2100, 390),
   figure('B', 2, 'userinfo', 2060, 380), figure('A', 2, 'userinfo', 1900, 420),
-  figure('A', 1, 'exchange', 600, 2000), figure('B', 1, 'exchange', 420, 2900, { notes: ['2 connection errors or timeouts'] }),
-  figure('B', 2, 'exchange', 400, 3000), figure('A', 2, 'exchange', 620, 2100),
+  figure('A', 1, 'exchange', 600, 2000), figure('B', 1, 'exchange', 420, 2900, { notes: ['costs per flow', '2 connection errors or timeouts'] }),
+  figure('B', 2, 'exchange', 400, 3000, { notes: ['costs per flow'] }), figure('A', 2, 'exchange', 620, 2100),
 ];
 
 describe('the spread of a side', () => {
@@ -79,15 +79,20 @@ describe('the comparison table', () => {
 });
 
 describe('the sides in the main table', () => {
-  test('each side\'s rounds as one result: medians, the peak RSS, every round\'s notes; A\'s rows, then B\'s', () => {
+  test('each side\'s rounds as one result: medians, the peak RSS, the rounds\' notes; A\'s rows, then B\'s', () => {
     const results = sideResults(FIGURES);
     expect(results.map((r) => `${r.target} / ${r.row}`)).toEqual([
       `${SERVICE}, A / userinfo`, `${SERVICE}, A / exchange`, `${SERVICE}, B / userinfo`, `${SERVICE}, B / exchange`,
     ]);
     expect(results[3]).toEqual({
       target: `${SERVICE}, B`, row: 'exchange', perSecond: 410, p50: 4, p99: 21.5, pg: NaN, redis: NaN, cpuUs: 2950, rssMb: 402,
-      notes: ['round 1: 2 connection errors or timeouts'],
+      notes: ['costs per flow', 'round 1: 2 connection errors or timeouts'], // said in every round: once
     });
+  });
+  test('a note of some rounds only is marked with each of its rounds', () => {
+    expect(roundNotes([{ round: 1, notes: ['a', 'b'] }, { round: 2, notes: ['b'] }, { round: 3, notes: ['a', 'b'] }]))
+      .toEqual(['round 1: a', 'b', 'round 3: a']);
+    expect(roundNotes([{ round: 1, notes: [] }, { round: 2, notes: [] }])).toEqual([]);
   });
   test('no figures, no results (a run without a comparison)', () => {
     expect(sideResults([])).toEqual([]);
