@@ -53,10 +53,10 @@ export function writeMarked(file, block) {
 }
 
 /**
- * The Markdown a run writes: how it was run, its header line, its table (the printed one, as is)
- * and the lines after it as a list.
+ * The Markdown a run writes: how it was run, its header line, its table (the printed one, as is),
+ * the lines after it as a list and, for an A/B run, the comparison's title and table.
  */
-export function markdownBlock({ header, table, after = [], command, build }) {
+export function markdownBlock({ header, table, after = [], comparison, command, build }) {
   const source = [command && `\`${command}\``, build && `build \`${build}\``].filter(Boolean).join(', ');
   return [
     ...(source ? [`Written by ${source}:`, ''] : []),
@@ -65,5 +65,6 @@ export function markdownBlock({ header, table, after = [], command, build }) {
     table,
     '',
     ...after.map((line) => `- ${line}`),
+    ...(comparison ? ['', `**${comparison.title}**`, '', comparison.table] : []),
   ].join('\n');
 }

@@ -50,6 +50,14 @@ describe('the block a run writes', () => {
     expect(BLOCK.split('\n')[0]).toBe('Written by `npm run bench`, build `a265de1`:');
     expect(BLOCK).toContain('\n- RSS of this service, embedded right after start (one login and one exchange): 372 MB');
   });
+
+  test('an A/B run: its comparison\'s title and table after the main table, as printed', () => {
+    const comparison = { title: 'A/B in this run, 2 rounds per row (A then B, then B then A): A = X=a, B = X=b', table: '| target | verdict |\n|---|---|\n| this service, embedded | same |' };
+    const block = markdownBlock({ header: HEADER, table: TABLE, after: [], comparison });
+    expect(block.endsWith(`\n\n**${comparison.title}**\n\n${comparison.table}`)).toBe(true);
+    expect(block.indexOf(TABLE)).toBeLessThan(block.indexOf(comparison.title));
+    expect(BLOCK).not.toContain('A/B');
+  });
 });
 
 describe('between the markers', () => {
