@@ -24,11 +24,14 @@ import { WebhookInputError } from '../webhooks/webhook-service.js';
 import { endpointView } from '../webhooks/webhook-store.js';
 import type { WebhookDelivery } from '../webhooks/webhook-store.js';
 import { clientActor, requestContext } from '../audit/audit-log.js';
+import type { SecretCheck } from '../clients/secret-check.js';
 
 export const WEBHOOKS_PATH = '/api/webhooks.php';
 
 export interface WebhooksApiDependencies {
   findClient: (clientId: string) => Promise<Client | null>;
+  /** The client secret check (clients/secret-check.ts): the same everywhere a client authenticates. */
+  checkSecret: SecretCheck;
   webhooks: WebhookService;
   body: Middleware;
 }
@@ -57,13 +60,13 @@ function query(ctx: Context, name: string): string | undefined {
   return value === undefined || value === '' ? undefined : value;
 }
 
-export function webhooksApi({ findClient, webhooks, body }: WebhooksApiDependencies): Router {
+export function webhooksApi({ findClient, checkSecret, webhooks, body }: WebhooksApiDependencies): Router {
   const router = new Router();
   const notFound = () => new ServiceError('not_found', 'this client has no webhook endpoint with that id');
 
   async function authenticate(ctx: Context): Promise<Client> {
     const credentials = basicCredentials(ctx.get('authorization'));
-    const client = credentials && await authenticateClient(findClient, credentials.clientId, credentials.clientSecret);
+    const client = credentials && await authenticateClient(findClient, checkSecret, { ...credentials, requestId: ctx.state.requestId as string | undefined });
     if (!client) {
       ctx.set('WWW-Authenticate', 'Basic realm="webhooks", charset="UTF-8"');
       throw new ServiceError('invalid_client', 'authenticate with HTTP Basic client_id:client_secret');

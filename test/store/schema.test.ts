@@ -52,7 +52,7 @@ describe('every model through the generated client', () => {
       data: { clientId, clientSecretHash: 'a'.repeat(64), clientName: 'App', redirectUri: 'https://app.example/cb' },
     });
     expect(created).toEqual({
-      clientId, clientSecretHash: 'a'.repeat(64), clientName: 'App', redirectUri: 'https://app.example/cb',
+      clientId, clientSecretHash: 'a'.repeat(64), previousSecretHash: null, previousSecretExpiresAt: null, clientName: 'App', redirectUri: 'https://app.example/cb',
       createdAt: expect.any(Date), updatedAt: expect.any(Date),
     });
     expect(await prisma.client.findUnique({ where: { clientId } })).toEqual(created);
