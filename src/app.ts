@@ -159,6 +159,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     log: (error) => log(error),
     onOutcome: metrics.webhookOutcome,
     audit,
+    secretRotationGraceMs: config.secretRotationGraceMs,
   });
   // A change, its webhook events and its audit rows: one transaction.
   const changes = auditedChanges(webhooks, audit);

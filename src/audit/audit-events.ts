@@ -27,6 +27,7 @@ export const AUDIT_EVENTS = {
   'user.password_set': 'an operator set a user’s password (users:set-password)',
   'webhook.endpoint_added': 'a client added a webhook endpoint (settings page, /api/webhooks.php)',
   'webhook.endpoint_removed': 'a client removed a webhook endpoint (settings page, /api/webhooks.php)',
+  'webhook.secret_rotated': 'a client rotated a webhook endpoint’s signing secret (settings page, /api/webhooks.php); detail: the grace and when the previous secret stops signing',
 } as const;
 
 export type AuditEventName = keyof typeof AUDIT_EVENTS;

@@ -50,7 +50,9 @@ const NOTICES: Record<string, string> = {
   no_previous: 'There was no previous client secret still working.',
 };
 
-type Extra = { error?: string; notice?: string; newClientSecret?: string; newWebhook?: { url: string; secret: string }; form?: Record<string, unknown> };
+/** A new webhook signing secret to show once; `previousUntil`: a rotation's, when the old secret stops signing (null: at once). */
+type NewWebhook = { url: string; secret: string; previousUntil?: string | null };
+type Extra = { error?: string; notice?: string; newClientSecret?: string; newWebhook?: NewWebhook; form?: Record<string, unknown> };
 
 export function settingsRoutes(deps: SettingsDependencies): Router {
   const { views, webhooks, clock } = deps;
@@ -70,6 +72,7 @@ export function settingsRoutes(deps: SettingsDependencies): Router {
       client,
       previousSecret: { works: previousSecretWorks(client, clock()), until: client.previousSecretExpiresAt?.toISOString() ?? null },
       graceChoices: graceChoices(deps.settings.defaultGraceMs),
+      now: clock(),
       endpoints: await webhooks.store.list(client.clientId),
       deliveries: await webhooks.deliveries(client.clientId, undefined, 20),
       eventTypes: EVENT_TYPES.map((type) => ({ type, id: `event_${type.replace('.', '_')}`, when: EVENT_CATALOGUE[type].when })),
@@ -140,6 +143,13 @@ export function settingsRoutes(deps: SettingsDependencies): Router {
           const events = eventsField(ctx);
           const { endpoint, secret } = await webhooks.addEndpoint(client.clientId, { url: field(ctx, 'url'), events }, context);
           return await settingsPage(ctx, client, { newWebhook: { url: endpoint.url, secret } }, 201);
+        }
+        case 'rotate_webhook_secret': {
+          const rotated = await webhooks.rotateSecret(client.clientId, id, { graceMs: graceField(ctx, deps.settings.defaultGraceMs) }, context);
+          if (!rotated) throw new ServiceError('not_found', 'This application has no webhook endpoint with that id.');
+          const { endpoint } = rotated;
+          const previousUntil = endpoint.previousSecret ? endpoint.previousSecretExpiresAt!.toISOString() : null;
+          return await settingsPage(ctx, client, { newWebhook: { url: endpoint.url, secret: rotated.secret, previousUntil } });
         }
         case 'delete_webhook':
           if (!await webhooks.removeEndpoint(client.clientId, id, context)) throw new ServiceError('not_found', 'This application has no webhook endpoint with that id.');

@@ -100,7 +100,7 @@ describe('every model through the generated client', () => {
       data: { id: `ep_${clientId}`, clientId, url: 'https://app.example/hook', events: ['token.issued', 'client.updated'], secret: 'whsec_x' },
     });
     expect(endpoint).toEqual({
-      id: `ep_${clientId}`, clientId, url: 'https://app.example/hook', events: ['token.issued', 'client.updated'], secret: 'whsec_x',
+      id: `ep_${clientId}`, clientId, url: 'https://app.example/hook', events: ['token.issued', 'client.updated'], secret: 'whsec_x', previousSecret: null, previousSecretExpiresAt: null,
       enabled: true, disabledReason: null, createdAt: expect.any(Date),
     });
     expect(await prisma.webhookEndpoint.findMany({ where: { events: { has: 'client.updated' }, clientId } })).toEqual([endpoint]);
