@@ -12,16 +12,8 @@ import type { Step, TestClient, TestUser } from '../helpers/browser.js';
 import { createUser, expectErrorResponse, obtainTokens, postForm, registerClient, tokenRequest, userinfo } from '../helpers/fixtures.js';
 import { startRedisServer } from '../helpers/redis-server.js';
 import type { RedisServer } from '../helpers/redis-server.js';
-import { freePort } from '../helpers/services.js';
-import { startTestApp } from '../helpers/test-app.js';
+import { secondInstance, startTestApp } from '../helpers/test-app.js';
 import type { TestApp } from '../helpers/test-app.js';
-
-/** A second instance on the first one's data: same BASE_URL (as behind one load balancer), its own port. */
-async function secondInstance(a: TestApp): Promise<TestApp> {
-  const port = await freePort();
-  const b = await startTestApp({ reuse: { ...a.env, PORT: String(port) } });
-  return { ...b, baseUrl: `http://localhost:${port}`, close: () => b.close({ keepData: true }) };
-}
 
 const redeem = (t: TestApp, client: TestClient, code: string) => tokenRequest(t, { code, client_id: client.client_id, client_secret: client.client_secret });
 const refresh = (t: TestApp, client: TestClient, refreshToken: string, secret = client.client_secret) =>
