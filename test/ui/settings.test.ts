@@ -300,6 +300,20 @@ describe('signed in', () => {
     expect(await t.app.db.prisma.auditEvent.count({ where: { clientId: client.client_id, event: 'client.previous_secret_ended' } })).toBe(1);
   });
 
+  test('rotating again within a grace: only the secret just replaced overlaps, the older one ends at once', async () => {
+    const user = await createUser(t);
+    const client = await registerClient(t);
+    const browser = new Browser(t.baseUrl);
+    const second = text(await post(browser, await signIn(browser, client), 'rotate_secret', { grace: '1h' }), 'new_client_secret')!;
+    const third = text(await post(browser, await browser.request('/api/settings.php'), 'rotate_secret', { grace: '1h' }), 'new_client_secret')!;
+    const exchange = async (secret: string) => tokenRequest(t, {
+      code: (await new Browser(t.baseUrl).authorize(client, user)).searchParams.get('code')!, client_id: client.client_id, client_secret: secret,
+    });
+    expectErrorResponse(await exchange(client.client_secret), 401, 'invalid_client');
+    expect((await exchange(second)).status).toBe(200);
+    expect((await exchange(third)).status).toBe(200);
+  });
+
   test('a grace that is not a duration: a readable 400, nothing rotated', async () => {
     const client = await registerClient(t);
     const browser = new Browser(t.baseUrl);
