@@ -43,6 +43,9 @@ test('clients:list and clients:show, as text and as JSON', async () => {
   expect(expectSuccess(await cli(['clients:show', client.client_id])).stdout).toMatch(/^authorized by\s+2 users$/m);
 });
 
+/** Each test runs several CLI processes (a few seconds each on a loaded machine). */
+const CLI_TEST_TIMEOUT = 120_000;
+
 describe('clients:rotate-secret and clients:end-previous-secret', () => {
   const exchange = async (client: TestClient, secret: string) => {
     const code = (await new Browser(t.baseUrl).authorize(client, user)).searchParams.get('code')!;
@@ -81,18 +84,19 @@ describe('clients:rotate-secret and clients:end-previous-secret', () => {
       ['client.previous_secret_ended', expect.objectContaining({ client_name: 'Test App', was_to_expire_at: until })],
     ]);
     expect(JSON.stringify(rows.map((row) => row.detail)) + run.stderr).not.toContain(secret);
-  });
+  }, CLI_TEST_TIMEOUT);
 
-  test('--grace 0 refuses the old secret at once; --grace 2s keeps it 2 seconds; the variable sets the default; --json', async () => {
+  test('--grace 0 refuses the old secret at once; --grace 5s keeps it 5 seconds; the variable sets the default; --json', async () => {
     const client = await registerClient(t);
     const zero = JSON.parse(expectSuccess(await cli(['clients:rotate-secret', client.client_id, '--grace', '0', '--json'])).stdout) as Record<string, string>;
     expect(zero).toEqual({ client_id: client.client_id, client_secret: expect.stringMatching(/^[\w-]{43}$/), previous_secret_expires_at: expect.any(String) });
     expectErrorResponse(await exchange(client, client.client_secret), 401, 'invalid_client');
     expect((await exchange(client, zero.client_secret!)).status).toBe(200);
 
-    const short = JSON.parse(expectSuccess(await cli(['clients:rotate-secret', client.client_id, '--grace=2s', '--json'])).stdout) as Record<string, string>;
+    const code = (await new Browser(t.baseUrl).authorize(client, user)).searchParams.get('code')!; // taken first: in the grace, one request
+    const short = JSON.parse(expectSuccess(await cli(['clients:rotate-secret', client.client_id, '--grace=5s', '--json'])).stdout) as Record<string, string>;
     const until = Date.parse(short.previous_secret_expires_at!);
-    expect((await exchange(client, zero.client_secret!)).status).toBe(200); // the previous one, in its grace
+    expect((await tokenRequest(t, { code, client_id: client.client_id, client_secret: zero.client_secret! })).status).toBe(200); // the previous one, in its grace
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, until - Date.now()) + 50));
     expectErrorResponse(await exchange(client, zero.client_secret!), 401, 'invalid_client');
     expect((await exchange(client, short.client_secret!)).status).toBe(200);
@@ -102,8 +106,8 @@ describe('clients:rotate-secret and clients:end-previous-secret', () => {
     const configured = JSON.parse(expectSuccess(await runCli(['clients:rotate-secret', client.client_id, '--json'], { ...env, CLIENT_SECRET_ROTATION_GRACE: '90m' })).stdout) as Record<string, string>;
     expect(Date.parse(configured.previous_secret_expires_at!) - before).toBeGreaterThanOrEqual(90 * 60_000);
     expect(Date.parse(configured.previous_secret_expires_at!) - Date.now()).toBeLessThanOrEqual(90 * 60_000 + 1000);
-    expect((await operatorRows(client.client_id)).map((row) => (row.detail as Record<string, unknown>).grace)).toEqual(['0', '2s', '90m']);
-  });
+    expect((await operatorRows(client.client_id)).map((row) => (row.detail as Record<string, unknown>).grace)).toEqual(['0', '5s', '90m']);
+  }, CLI_TEST_TIMEOUT);
 
   test('a grace that is not a duration, a missing value, a bad variable, a deleted client: clean failures, nothing changed', async () => {
     const client = await registerClient(t);
@@ -122,7 +126,7 @@ describe('clients:rotate-secret and clients:end-previous-secret', () => {
     expectCleanFailure(await cli(['clients:end-previous-secret', client.client_id]), `no client "${client.client_id}"`, 1);
     expectCleanFailure(await cli(['clients:end-previous-secret']), /missing <client_id>/, 2);
     expect((await operatorRows(client.client_id)).map((row) => row.event)).toEqual(['token.revoked', 'client.deleted']); // the deletion's alone
-  });
+  }, CLI_TEST_TIMEOUT);
 });
 
 test('clients:set-redirect-uri: checked as at registration; the authorization endpoint takes the new one at once', async () => {

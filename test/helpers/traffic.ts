@@ -32,6 +32,17 @@ export interface Traffic {
   stop(): Promise<void>;
 }
 
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+
+/** Resolves once `done()` holds (checked every 25 ms); throws naming `what` after `timeoutMs`. */
+export async function waitFor(what: string, done: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!await done()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(25);
+  }
+}
+
 export function startTraffic(instances: readonly TestApp[], client: TestClient, user: TestUser, options: { workers: number; secretOf: (worker: number) => string }): Traffic {
   const outcomes: Outcome[] = [];
   let running = true;

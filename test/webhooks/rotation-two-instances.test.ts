@@ -11,30 +11,12 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { createUser, registerClient } from '../helpers/fixtures.js';
-import { startReceiver, verify, webhooksApi } from '../helpers/receiver.js';
+import { startReceiver, verifies, webhooksApi } from '../helpers/receiver.js';
 import type { Hit, Receiver } from '../helpers/receiver.js';
 import { secondInstance, startTestApp } from '../helpers/test-app.js';
 import type { TestApp } from '../helpers/test-app.js';
-import { startTraffic } from '../helpers/traffic.js';
+import { sleep, startTraffic, waitFor } from '../helpers/traffic.js';
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
-
-async function waitFor(what: string, done: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!await done()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(25);
-  }
-}
-
-const verifies = (hit: Hit, secret: string) => {
-  try {
-    verify(hit, secret);
-    return true;
-  } catch {
-    return false;
-  }
-};
 const signedAt = (hit: Hit) => Number(hit.headers['webhook-timestamp']) * 1000;
 
 describe('two instances on one PostgreSQL and one Redis', () => {
@@ -67,7 +49,7 @@ describe('two instances on one PostgreSQL and one Redis', () => {
     let until: number;
     try {
       await waitFor('deliveries before the rotation', () => ours().length >= 4, 30_000);
-      const rotated = await webhooksApi(b.baseUrl, client, { method: 'POST', query: { id: endpointId, action: 'rotate_secret', grace: '8s' } });
+      const rotated = await webhooksApi(b.baseUrl, client, { method: 'POST', query: { id: endpointId, action: 'rotate_secret', grace: '10s' } });
       expect(rotated.status).toBe(200);
       fresh = String(rotated.body.secret);
       until = Date.parse(String(rotated.body.previous_secret_expires_at));
