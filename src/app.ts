@@ -20,7 +20,7 @@ import { createAuditLog } from './audit/audit-log.js';
 import { createClientStore } from './clients/client-store.js';
 import type { ClientStore } from './clients/client-store.js';
 import { createClientSettings } from './clients/client-settings.js';
-import { verifyClientSecret } from './clients/secret.js';
+import { createSecretCheck } from './clients/secret-check.js';
 import { openDatabase } from './store/database.js';
 import type { Database } from './store/database.js';
 import { startCleanup } from './store/cleanup.js';
@@ -145,6 +145,8 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   const guard = metrics.countLogins(createLoginGuard(limiter));
   const respondError = createErrorResponder(views, new Set([ROUTES.token, ROUTES.userinfo, ROUTES.revocation, ROUTES.introspection, WEBHOOKS_PATH]));
   const clock = () => new Date();
+  // One client secret check for the provider, the settings page and the webhooks API (the previous secret in its grace too).
+  const checkSecret = createSecretCheck({ clock, logger, counted: metrics.previousSecretUsed });
   const usernameOf = async (accountId: string) => (await hot.findUser(accountId))?.username;
   const webhooks = createWebhookService({
     prisma: db.prisma,
@@ -157,10 +159,11 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     log: (error) => log(error),
     onOutcome: metrics.webhookOutcome,
     audit,
+    secretRotationGraceMs: config.secretRotationGraceMs,
   });
   // A change, its webhook events and its audit rows: one transaction.
   const changes = auditedChanges(webhooks, audit);
-  const clientSettings = createClientSettings(changes);
+  const clientSettings = createClientSettings(changes, { graceMs: config.secretRotationGraceMs, clock });
 
   const provider = createProvider({
     config,
@@ -176,7 +179,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
       const error = specErrorCode(String(out.error));
       respondError(ctx, { error, error_description: String(out.error_description ?? '') }, specStatus(error, ctx.status >= 400 ? ctx.status : 400));
     },
-    verifyClientSecret,
+    checkClientSecret: checkSecret,
   });
   provider.on('server_error', (ctx, error) => log(error, ctx));
   recordProviderEvents({ provider, audit, webhooks, tokenIssued: metrics.registry ? metrics.tokenIssued : undefined, send, log: (error, ctx) => log(error, ctx) });
@@ -240,8 +243,8 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     .use(exactPaths(served))
     .use(openapiDocument()) // the API's description, from openapi.json
     .use(registerRoutes({ clients, views, body }).routes())
-    .use(settingsRoutes({ findClient: clients.find, settings: clientSettings, webhooks, views, body, clock }).routes())
-    .use(webhooksApi({ findClient: clients.find, webhooks, body }).routes())
+    .use(settingsRoutes({ findClient: clients.find, checkSecret, settings: clientSettings, webhooks, views, body, clock }).routes())
+    .use(webhooksApi({ findClient: clients.find, checkSecret, webhooks, body }).routes())
     .use(interactionRoutes({
       provider, users, findUser: hot.findUser, guard, audit, views, body,
       onDenied: (d) => webhooks.raise('authorization.denied', { client_id: d.clientId, client_name: d.clientName, account_id: d.accountId }),

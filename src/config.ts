@@ -6,6 +6,7 @@
  * @example const config = loadConfig(process.env);
  */
 import path from 'node:path';
+import { GRACE_SYNTAX, parseGrace } from './rotation-grace.js';
 
 /** pino's levels, most severe first, and `silent`. */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -64,6 +65,8 @@ export interface Config {
   readonly metricsPort: number | undefined;
   /** AUDIT_RETENTION_DAYS: audit rows older than this are deleted by the cleanup job. */
   readonly auditRetentionDays: number;
+  /** CLIENT_SECRET_ROTATION_GRACE: how long a rotated client or webhook secret keeps working, unless a rotation says (docs/rotating-credentials.md). */
+  readonly secretRotationGraceMs: number;
 }
 
 /**
@@ -175,6 +178,13 @@ function databaseBatching(env: Env): DatabaseBatching {
   return raw;
 }
 
+function rotationGrace(env: Env): number {
+  const raw = read(env, 'CLIENT_SECRET_ROTATION_GRACE') ?? '24h';
+  const ms = parseGrace(raw);
+  if (ms === undefined) throw new ConfigError('CLIENT_SECRET_ROTATION_GRACE', `must be ${GRACE_SYNTAX}, got "${raw}"`);
+  return ms;
+}
+
 function logLevel(env: Env): LogLevel {
   const raw = read(env, 'LOG_LEVEL')?.toLowerCase() ?? 'info';
   if (!(LOG_LEVELS as readonly string[]).includes(raw)) {
@@ -270,6 +280,7 @@ export function loadConfig(env: Env): Config {
     webhookLeaseMs,
     webhookAllowPrivateNetworks: boolean(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'),
     auditRetentionDays: integer(env, 'AUDIT_RETENTION_DAYS', 90, 1, 36_500),
+    secretRotationGraceMs: rotationGrace(env),
     cookieKeys: keys ? Object.freeze(keys) : undefined,
     jwksFile,
     trustProxy,

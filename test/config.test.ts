@@ -68,6 +68,7 @@ describe('loadConfig defaults', () => {
       logLevel: 'info',
       metricsPort: undefined,
       auditRetentionDays: 90,
+      secretRotationGraceMs: 86_400_000,
     });
   });
 
@@ -121,6 +122,7 @@ describe('loadConfig defaults', () => {
       LOG_LEVEL: 'Debug',
       METRICS_PORT: '9464',
       AUDIT_RETENTION_DAYS: '365',
+      CLIENT_SECRET_ROTATION_GRACE: '90m',
     });
     expect(config).toEqual({
       nodeEnv: 'test',
@@ -161,6 +163,7 @@ describe('loadConfig defaults', () => {
       logLevel: 'debug',
       metricsPort: 9464,
       auditRetentionDays: 365,
+      secretRotationGraceMs: 5_400_000,
     });
   });
 
@@ -206,6 +209,11 @@ describe('a bad value throws ConfigError naming the variable', () => {
     ['WEBHOOK_LEASE_MS', { WEBHOOK_ATTEMPT_TIMEOUT_MS: '5000', WEBHOOK_LEASE_MS: '9999' }],
     ['AUDIT_RETENTION_DAYS', { AUDIT_RETENTION_DAYS: '0' }],
     ['AUDIT_RETENTION_DAYS', { AUDIT_RETENTION_DAYS: '90d' }],
+    ['CLIENT_SECRET_ROTATION_GRACE', { CLIENT_SECRET_ROTATION_GRACE: 'a day' }],
+    ['CLIENT_SECRET_ROTATION_GRACE', { CLIENT_SECRET_ROTATION_GRACE: '15' }], // seconds or minutes?
+    ['CLIENT_SECRET_ROTATION_GRACE', { CLIENT_SECRET_ROTATION_GRACE: '-1h' }],
+    ['CLIENT_SECRET_ROTATION_GRACE', { CLIENT_SECRET_ROTATION_GRACE: '1.5h' }],
+    ['CLIENT_SECRET_ROTATION_GRACE', { CLIENT_SECRET_ROTATION_GRACE: '31d' }],
     ['DATABASE_URL', { DATABASE_URL: 'mysql://x' }],
     ['DATABASE_URL', { DATABASE_URL: 'not a url' }],
     ['REDIS_URL', { REDIS_URL: 'http://x' }],

@@ -17,7 +17,8 @@ export const AUDIT_EVENTS = {
   'token.reuse_detected': 'a used refresh token or a redeemed code was presented again; its grant was revoked',
   'client.registered': 'a client registered at /api/register.php',
   'client.updated': 'a client name or redirect URI changed (settings page, clients:set-redirect-uri)',
-  'client.secret_rotated': 'a client secret was rotated (settings page, clients:rotate-secret)',
+  'client.secret_rotated': 'a client secret was rotated (settings page, clients:rotate-secret); detail: the grace and when the previous secret stops working',
+  'client.previous_secret_ended': 'the previous client secret was ended before its grace was over (settings page, clients:end-previous-secret)',
   'client.deleted': 'an operator deleted a client (clients:delete)',
   'user.created': 'an operator created a user (user:create)',
   'user.disabled': 'an operator disabled a user (users:disable)',
@@ -26,6 +27,7 @@ export const AUDIT_EVENTS = {
   'user.password_set': 'an operator set a user’s password (users:set-password)',
   'webhook.endpoint_added': 'a client added a webhook endpoint (settings page, /api/webhooks.php)',
   'webhook.endpoint_removed': 'a client removed a webhook endpoint (settings page, /api/webhooks.php)',
+  'webhook.secret_rotated': 'a client rotated a webhook endpoint’s signing secret (settings page, /api/webhooks.php); detail: the grace and when the previous secret stops signing',
 } as const;
 
 export type AuditEventName = keyof typeof AUDIT_EVENTS;

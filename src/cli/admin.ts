@@ -105,7 +105,7 @@ export function withAdmin<T>(use: (admin: Admin) => Promise<T>): Promise<T> {
     const changes = auditedChanges(webhooks, audit, { timeoutMs: config.timeouts.adminTransactionMs });
     return use({
       users: createUserAdmin({ users, changes }),
-      clients: createClientAdmin({ prisma, settings: createClientSettings(changes), changes }),
+      clients: createClientAdmin({ prisma, settings: createClientSettings(changes, { graceMs: config.secretRotationGraceMs }), changes }),
       apps: createAuthorizedApps({ prisma }),
       prisma,
     });

@@ -1,23 +1,26 @@
 /**
  * Client authentication for our own endpoints (the settings page and API): client_id and
- * client_secret, as at the token endpoint. An unknown client costs the same digest
- * comparison as a wrong secret.
+ * client_secret, as at the token endpoint, with the same check (the previous secret works
+ * until its grace ends: secret-check.ts). An unknown client costs the same digest comparisons
+ * as a wrong secret.
  *
  * @see RFC 6749 §2.3.1
  */
 import type { Client } from '../generated/prisma/client.js';
-import { hashClientSecret, isWellFormedClientId, verifyClientSecret } from './secret.js';
+import type { SecretCheck } from './secret-check.js';
+import { hashClientSecret, isWellFormedClientId, secretDigests } from './secret.js';
 
-const DECOY_DIGEST = hashClientSecret('decoy: no client has this secret');
+const DECOY = { current: hashClientSecret('decoy: no client has this secret') };
 
 /** The client, or null when the id is unknown or the secret wrong. */
 export async function authenticateClient(
   find: (clientId: string) => Promise<Client | null>,
-  clientId: string,
-  clientSecret: string,
+  check: SecretCheck,
+  credentials: { clientId: string; clientSecret: string; requestId?: string | undefined },
 ): Promise<Client | null> {
+  const { clientId, clientSecret } = credentials;
   const client = isWellFormedClientId(clientId) ? await find(clientId) : null;
-  const ok = verifyClientSecret(clientSecret, client?.clientSecretHash ?? DECOY_DIGEST);
+  const ok = check(clientId, clientSecret, client ? secretDigests(client) : DECOY, credentials.requestId);
   return client && ok ? client : null;
 }
 

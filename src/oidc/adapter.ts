@@ -22,6 +22,7 @@
 import { errors } from 'oidc-provider';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import { isWellFormedClientId } from '../clients/secret.js';
+import { secretMetadata } from './client-secrets.js';
 import type { Client, PrismaClient } from '../generated/prisma/client.js';
 import type { HotReads } from '../store/hot-reads.js';
 import { storable } from '../store/hot-reads.js';
@@ -116,7 +117,7 @@ export function postgresAdapters(db: { prisma: PrismaClient }, hot: HotReads, se
 export function clientMetadata(client: Client): AdapterPayload {
   return {
     client_id: client.clientId,
-    client_secret: client.clientSecretHash,
+    ...secretMetadata(client), // client_secret, and the previous secret in its grace (client-secrets.ts)
     client_name: client.clientName,
     redirect_uris: [client.redirectUri],
     grant_types: ['authorization_code', 'refresh_token'],

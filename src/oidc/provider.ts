@@ -9,10 +9,12 @@
  */
 import Provider, { errors, interactionPolicy } from 'oidc-provider';
 import type { Configuration, FindAccount, KoaContextWithOIDC } from 'oidc-provider';
+import type { SecretCheck } from '../clients/secret-check.js';
 import type { Config } from '../config.js';
 import type { Keys } from '../store/keys.js';
 import type { AdapterFor } from './adapter.js';
 import { CLAIMS } from '../accounts/provider-account.js';
+import { metadataDigests, PREVIOUS_SECRET_METADATA } from './client-secrets.js';
 import { interactionPath, ROUTES } from './routes.js';
 
 export interface ProviderDependencies {
@@ -22,8 +24,8 @@ export interface ProviderDependencies {
   findAccount: FindAccount;
   /** Renders an error that must not go back to the client (untrusted client or redirect_uri). */
   renderError: NonNullable<Configuration['renderError']>;
-  /** Compares a presented client secret with the stored digest. */
-  verifyClientSecret: (presented: string, storedDigest: string) => boolean;
+  /** Checks a presented client secret against the stored digests (the previous one in its grace too). */
+  checkClientSecret: SecretCheck;
 }
 
 /** Signing algorithms without HS*: client_secret holds a digest, so no key may derive from it. */
@@ -70,6 +72,8 @@ export function createProvider(deps: ProviderDependencies): Provider {
     routes: ROUTES,
     responseTypes: ['code'],
     clientAuthMethods: CLIENT_AUTH_METHODS,
+    // The previous secret's digest and the end of its grace, read with the client (client-secrets.ts).
+    extraClientMetadata: { properties: PREVIOUS_SECRET_METADATA },
     scopes: ['openid', 'profile', 'email'],
     claims: CLAIMS,
     // A PKCE challenge is verified whenever the client sent one; clients without PKCE work.
@@ -157,9 +161,11 @@ export function createProvider(deps: ProviderDependencies): Provider {
 
   provider.proxy = config.trustProxy;
 
-  // Stored client_secret is a SHA-256 digest (clients/secret.ts explains why); compare against it.
-  provider.Client.prototype.compareClientSecret = function compareClientSecret(this: { clientSecret: string }, actual: string) {
-    return deps.verifyClientSecret(actual, this.clientSecret);
+  // Stored client_secret is a SHA-256 digest (clients/secret.ts explains why); compare against it,
+  // and against the previous secret's while its grace lasts.
+  provider.Client.prototype.compareClientSecret = function compareClientSecret(this: { clientId: string; clientSecret: string }, actual: string) {
+    const requestId = (Provider.ctx?.state as { requestId?: string } | undefined)?.requestId;
+    return deps.checkClientSecret(this.clientId, actual, metadataDigests(this), requestId);
   } as never;
 
   return provider;

@@ -24,6 +24,8 @@ export interface Metrics {
   observeRequest(outcome: RequestOutcome): void;
   tokenIssued(grantType: string): void;
   webhookOutcome(outcome: string): void;
+  /** A client authenticated with its previous secret, in the grace after a rotation. */
+  previousSecretUsed(clientId: string): void;
   /** The limiter factory with each refusal counted under the limiter's name (its budget). */
   countRefusals(factory: LimiterFactory): LimiterFactory;
   /** The login guard with each attempt's outcome counted: success, failure, blocked. */
@@ -36,6 +38,7 @@ export const NO_METRICS: Metrics = {
   observeRequest() {},
   tokenIssued() {},
   webhookOutcome() {},
+  previousSecretUsed() {},
   countRefusals: (factory) => factory,
   countLogins: (guard) => guard,
 };

@@ -1,7 +1,7 @@
 /**
  * `/api/webhooks.php`: a client's webhook endpoints for scripts, authenticated with the
  * client's own credentials (HTTP Basic). Secrets are returned only when an endpoint is
- * created. Route table:
+ * created or its secret rotated. Route table:
  *
  * | request                                   | answer                                   |
  * |-------------------------------------------|------------------------------------------|
@@ -11,6 +11,7 @@
  * | POST JSON {url, events}                   | 201 endpoint + secret                    |
  * | POST ?id=ep_…&action=test                 | 202 {event_id, delivery_id}              |
  * | POST ?id=ep_…&action=enable / disable     | 200 endpoint                             |
+ * | POST ?id=ep_…&action=rotate_secret[&grace=1h] | 200 endpoint + new secret (the old one signs too until previous_secret_expires_at) |
  * | DELETE ?id=ep_…                           | 204                                      |
  */
 import Router from '@koa/router';
@@ -24,11 +25,15 @@ import { WebhookInputError } from '../webhooks/webhook-service.js';
 import { endpointView } from '../webhooks/webhook-store.js';
 import type { WebhookDelivery } from '../webhooks/webhook-store.js';
 import { clientActor, requestContext } from '../audit/audit-log.js';
+import { GRACE_SYNTAX, parseGrace } from '../rotation-grace.js';
+import type { SecretCheck } from '../clients/secret-check.js';
 
 export const WEBHOOKS_PATH = '/api/webhooks.php';
 
 export interface WebhooksApiDependencies {
   findClient: (clientId: string) => Promise<Client | null>;
+  /** The client secret check (clients/secret-check.ts): the same everywhere a client authenticates. */
+  checkSecret: SecretCheck;
   webhooks: WebhookService;
   body: Middleware;
 }
@@ -57,13 +62,13 @@ function query(ctx: Context, name: string): string | undefined {
   return value === undefined || value === '' ? undefined : value;
 }
 
-export function webhooksApi({ findClient, webhooks, body }: WebhooksApiDependencies): Router {
+export function webhooksApi({ findClient, checkSecret, webhooks, body }: WebhooksApiDependencies): Router {
   const router = new Router();
   const notFound = () => new ServiceError('not_found', 'this client has no webhook endpoint with that id');
 
   async function authenticate(ctx: Context): Promise<Client> {
     const credentials = basicCredentials(ctx.get('authorization'));
-    const client = credentials && await authenticateClient(findClient, credentials.clientId, credentials.clientSecret);
+    const client = credentials && await authenticateClient(findClient, checkSecret, { ...credentials, requestId: ctx.state.requestId as string | undefined });
     if (!client) {
       ctx.set('WWW-Authenticate', 'Basic realm="webhooks", charset="UTF-8"');
       throw new ServiceError('invalid_client', 'authenticate with HTTP Basic client_id:client_secret');
@@ -91,7 +96,7 @@ export function webhooksApi({ findClient, webhooks, body }: WebhooksApiDependenc
       return;
     }
     if (action !== undefined && action !== 'deliveries') {
-      throw new ServiceError('invalid_request', 'action must be deliveries (GET), or test, enable or disable (POST)');
+      throw new ServiceError('invalid_request', 'action must be deliveries (GET), or test, enable, disable or rotate_secret (POST)');
     }
     const endpoint = await webhooks.store.find(client.clientId, id);
     if (!endpoint) throw notFound();
@@ -126,10 +131,17 @@ export function webhooksApi({ findClient, webhooks, body }: WebhooksApiDependenc
       ctx.body = { ...endpointView(endpoint), secret };
       return;
     }
-    if (action !== 'test' && action !== 'enable' && action !== 'disable') {
-      throw new ServiceError('invalid_request', 'action must be test, enable or disable');
+    if (action !== 'test' && action !== 'enable' && action !== 'disable' && action !== 'rotate_secret') {
+      throw new ServiceError('invalid_request', 'action must be test, enable, disable or rotate_secret');
     }
-    if (action === 'test') {
+    if (action === 'rotate_secret') {
+      const grace = query(ctx, 'grace');
+      const graceMs = grace === undefined ? undefined : parseGrace(grace);
+      if (grace !== undefined && graceMs === undefined) throw new ServiceError('invalid_request', `grace must be ${GRACE_SYNTAX}, got "${grace}"`);
+      const rotated = await webhooks.rotateSecret(client.clientId, id, graceMs === undefined ? {} : { graceMs }, requestContext(ctx, clientActor(client.clientId)));
+      if (!rotated) throw notFound();
+      ctx.body = { ...endpointView(rotated.endpoint), secret: rotated.secret };
+    } else if (action === 'test') {
       const sent = await webhooks.sendTest({ clientId: client.clientId, clientName: client.clientName }, id);
       if (!sent) throw notFound();
       ctx.status = 202;

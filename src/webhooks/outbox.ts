@@ -60,6 +60,9 @@ export interface Claimed {
   endpointId: string;
   url: string;
   secret: string;
+  /** A rotated secret that signs beside `secret` until its grace ends (signing.ts). */
+  previousSecret: string | null;
+  previousSecretExpiresAt: Date | null;
   payload: WebhookEvent;
   attempts: number;
 }
@@ -85,7 +88,7 @@ export interface Outbox {
 export function createOutbox(prisma: PrismaClient): Outbox {
   return {
     async claim(owner, limit, now, leaseUntil) {
-      const rows = await prisma.$queryRaw<{ id: string; endpoint_id: string; url: string; secret: string; payload: WebhookEvent; attempts: number }[]>`
+      const rows = await prisma.$queryRaw<{ id: string; endpoint_id: string; url: string; secret: string; previous_secret: string | null; previous_secret_expires_at: Date | null; payload: WebhookEvent; attempts: number }[]>`
         UPDATE webhook_deliveries d
         SET lease_owner = ${owner}, lease_expires_at = ${leaseUntil}
         FROM (
@@ -98,9 +101,10 @@ export function createOutbox(prisma: PrismaClient): Outbox {
           FOR UPDATE OF w SKIP LOCKED
         ) due, webhook_endpoints e
         WHERE d.id = due.id AND e.id = d.endpoint_id
-        RETURNING d.id, d.endpoint_id, e.url, e.secret, d.payload, d.attempts`;
+        RETURNING d.id, d.endpoint_id, e.url, e.secret, e.previous_secret, e.previous_secret_expires_at, d.payload, d.attempts`;
       return rows.map((row) => ({
         id: row.id, endpointId: row.endpoint_id, url: row.url, secret: row.secret, payload: row.payload, attempts: Number(row.attempts),
+        previousSecret: row.previous_secret, previousSecretExpiresAt: row.previous_secret_expires_at,
       }));
     },
 

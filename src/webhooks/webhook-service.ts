@@ -16,6 +16,7 @@ import type { AuditContext, AuditLog } from '../audit/audit-log.js';
 import { currentState, Writes } from '../store/request-state.js';
 import { writeInTransaction } from '../store/write-sender.js';
 import type { WriteSender } from '../store/write-sender.js';
+import { DEFAULT_GRACE_MS } from '../rotation-grace.js';
 import { createDeliveryWorker } from './delivery.js';
 import type { DeliveryWorker } from './delivery.js';
 import { EVENT_TYPES, isEventType } from './events.js';
@@ -23,6 +24,7 @@ import type { EventData, EventType, WebhookEvent } from './events.js';
 import { createOutbox, enqueue, MAX_ENDPOINTS, newEventId, outboxEvent } from './outbox.js';
 import type { Writer } from './outbox.js';
 import { sendAttempt } from './send.js';
+import { rotateEndpointSecret } from './secret-rotation.js';
 import { generateSigningSecret } from './signing.js';
 import type { NetworkPolicy } from './ssrf-guard.js';
 import { webhookUrlProblem } from './ssrf-guard.js';
@@ -64,6 +66,12 @@ export interface WebhookService {
    * (`webhook.endpoint_added`) in the same transaction; `context` defaults to the client acting.
    */
   addEndpoint(clientId: string, input: { url: unknown; events: unknown }, context?: AuditContext): Promise<{ endpoint: WebhookEndpoint; secret: string }>;
+  /**
+   * A new signing secret, returned this once; the old one signs beside it for `graceMs`
+   * (CLIENT_SECRET_ROTATION_GRACE unless given; 0: not at all). Undefined when the client has no
+   * such endpoint. Audited (`webhook.secret_rotated`): secret-rotation.ts.
+   */
+  rotateSecret(clientId: string, endpointId: string, options: { graceMs?: number }, context: AuditContext): Promise<{ endpoint: WebhookEndpoint; secret: string } | undefined>;
   /** Removes an endpoint and its delivery log (`webhook.endpoint_removed`); false when the client has no such endpoint. */
   removeEndpoint(clientId: string, endpointId: string, context?: AuditContext): Promise<boolean>;
   /** Sends `webhook.test` to one endpoint; undefined when the client has no such endpoint. */
@@ -90,6 +98,8 @@ export interface WebhookDependencies {
   leaseMs?: number;
   /** Told each recorded attempt's outcome (the metrics count them). */
   onOutcome?: (status: 'delivered' | 'gone' | 'failed' | 'pending') => void;
+  /** How long a rotated signing secret goes on signing unless the rotation says (default 24 h). */
+  secretRotationGraceMs?: number;
 }
 
 function validEvents(value: unknown): EventType[] {
@@ -167,6 +177,8 @@ export function createWebhookService(deps: WebhookDependencies): WebhookService 
       }));
       return { endpoint, secret };
     },
+    rotateSecret: (clientId, endpointId, { graceMs = deps.secretRotationGraceMs ?? DEFAULT_GRACE_MS }, context) =>
+      rotateEndpointSecret({ prisma, audit: deps.audit, clock }, clientId, endpointId, graceMs, context),
     removeEndpoint(clientId, endpointId, context = { actor: clientActor(clientId) }) {
       return deps.audit.within((write) => prisma.$transaction(async (tx) => {
         const removed = await store.remove(clientId, endpointId, tx);
