@@ -20,7 +20,7 @@ import { createAuditLog } from './audit/audit-log.js';
 import { createClientStore } from './clients/client-store.js';
 import type { ClientStore } from './clients/client-store.js';
 import { createClientSettings } from './clients/client-settings.js';
-import { createSecretCheck } from './clients/secret-check.js';
+import { createSecretCheck } from './clients/credentials.js';
 import { openDatabase } from './store/database.js';
 import type { Database } from './store/database.js';
 import { startCleanup } from './store/cleanup.js';
@@ -146,7 +146,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   const respondError = createErrorResponder(views, new Set([ROUTES.token, ROUTES.userinfo, ROUTES.revocation, ROUTES.introspection, WEBHOOKS_PATH]));
   const clock = () => new Date();
   // One client secret check for the provider, the settings page and the webhooks API (the previous secret in its grace too).
-  const checkSecret = createSecretCheck({ clock, logger, counted: metrics.previousSecretUsed });
+  const checkSecret = createSecretCheck({ logger, counted: metrics.previousSecretUsed });
   const usernameOf = async (accountId: string) => (await hot.findUser(accountId))?.username;
   const webhooks = createWebhookService({
     prisma: db.prisma,

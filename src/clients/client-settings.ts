@@ -18,7 +18,7 @@ import type { Client } from '../generated/prisma/client.js';
 import type { Writer } from '../webhooks/outbox.js';
 import { ClientInputError, validName, validRedirectUri } from './client-store.js';
 import { DEFAULT_GRACE_MS, formatGrace, graceEnd } from '../rotation-grace.js';
-import { generateClientSecret, hashClientSecret } from './secret.js';
+import { generateClientSecret, hashClientSecret } from './credentials.js';
 
 export interface ClientSettings {
   /** The grace a rotation gives the replaced secret unless it says otherwise. */

@@ -8,7 +8,7 @@ import { ANONYMOUS } from '../audit/audit-log.js';
 import type { AuditContext, AuditLog } from '../audit/audit-log.js';
 import type { Client, PrismaClient } from '../generated/prisma/client.js';
 import { redirectUriProblem } from './redirect-uri.js';
-import { generateClientId, generateClientSecret, hashClientSecret } from './secret.js';
+import { generateClientId, generateClientSecret, hashClientSecret } from './credentials.js';
 
 export type { Client };
 

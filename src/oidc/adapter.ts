@@ -14,6 +14,15 @@
  * code. Every other call sends what is deferred first, so the store sees the calls in order.
  * Without a request (jobs, the contract suite) each call is sent at once.
  *
+ * Clients are our `clients` rows as the provider's client metadata, read only (clients register
+ * at /api/register.php; the provider's own registration compares plaintext secrets).
+ * `client_secret` carries the stored SHA-256 digest (clients/credentials.ts says why); after a
+ * rotation, the previous secret's digest and the end of its grace come along as two metadata
+ * properties of our own, registered as the provider's `extraClientMetadata`, so they are part of
+ * the Client it builds and of its cache key: a rotation or an early end is a new Client on every
+ * instance at its next request; provider.ts's `compareClientSecret` reads them back with
+ * {@link metadataDigests}.
+ *
  * Every call goes through its store's guard: a store failure is a 503 `temporarily_unavailable`
  * (errors.ts) that the provider answers as it is, instead of its 500.
  *
@@ -21,8 +30,8 @@
  */
 import { errors } from 'oidc-provider';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
-import { isWellFormedClientId } from '../clients/secret.js';
-import { secretMetadata } from './client-secrets.js';
+import { isWellFormedClientId } from '../clients/credentials.js';
+import type { SecretDigests } from '../clients/credentials.js';
 import type { Client, PrismaClient } from '../generated/prisma/client.js';
 import type { HotReads } from '../store/hot-reads.js';
 import { storable } from '../store/hot-reads.js';
@@ -108,16 +117,32 @@ export function postgresAdapters(db: { prisma: PrismaClient }, hot: HotReads, se
   });
 }
 
-/**
- * Rows of our `clients` table as the provider's client metadata. Clients register at
- * /api/register.php (the provider's own registration compares plaintext secrets), so the
- * provider only reads them; `client_secret` carries the stored SHA-256 digest, which
- * provider.ts's `compareClientSecret` compares presented secrets against.
- */
+/** The previous secret's digest, and when its grace ends (seconds since the epoch, as RFC 7591's `client_secret_expires_at`). */
+export const PREVIOUS_SECRET_METADATA = ['previous_client_secret', 'previous_client_secret_expires_at'] as const;
+
+/** `client_secret`, and the previous secret while the row keeps one. */
+export function secretMetadata(client: Client): Record<string, string | number> {
+  const until = client.previousSecretExpiresAt;
+  return client.previousSecretHash && until
+    ? { client_secret: client.clientSecretHash, previous_client_secret: client.previousSecretHash, previous_client_secret_expires_at: Math.ceil(until.getTime() / 1000) }
+    : { client_secret: client.clientSecretHash };
+}
+
+/** The digests of a provider Client built from {@link secretMetadata}. */
+export function metadataDigests(client: { clientSecret: string; previous_client_secret?: unknown; previous_client_secret_expires_at?: unknown }): SecretDigests {
+  const until = client.previous_client_secret_expires_at;
+  return {
+    current: client.clientSecret,
+    previous: typeof client.previous_client_secret === 'string' ? client.previous_client_secret : null,
+    previousUntil: typeof until === 'number' ? new Date(until * 1000) : null,
+  };
+}
+
+/** A row of our `clients` table as the provider's client metadata. */
 export function clientMetadata(client: Client): AdapterPayload {
   return {
     client_id: client.clientId,
-    ...secretMetadata(client), // client_secret, and the previous secret in its grace (client-secrets.ts)
+    ...secretMetadata(client), // client_secret, and the previous secret in its grace
     client_name: client.clientName,
     redirect_uris: [client.redirectUri],
     grant_types: ['authorization_code', 'refresh_token'],
@@ -126,7 +151,7 @@ export function clientMetadata(client: Client): AdapterPayload {
   };
 }
 
-function clientAdapter(findClient: (clientId: string) => Promise<Client | null>): Adapter {
+export function clientAdapter(findClient: (clientId: string) => Promise<Client | null>): Adapter {
   const readOnly = (): never => { throw new Error('clients are registered at /api/register.php, not through the provider'); };
   return {
     async find(id) {

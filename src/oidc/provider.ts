@@ -9,12 +9,12 @@
  */
 import Provider, { errors, interactionPolicy } from 'oidc-provider';
 import type { Configuration, FindAccount, KoaContextWithOIDC } from 'oidc-provider';
-import type { SecretCheck } from '../clients/secret-check.js';
+import type { SecretCheck } from '../clients/credentials.js';
 import type { Config } from '../config.js';
 import type { Keys } from '../store/keys.js';
-import type { AdapterFor } from './adapter.js';
 import { CLAIMS } from '../accounts/provider-account.js';
-import { metadataDigests, PREVIOUS_SECRET_METADATA } from './client-secrets.js';
+import { metadataDigests, PREVIOUS_SECRET_METADATA } from './adapter.js';
+import type { AdapterFor } from './adapter.js';
 import { interactionPath, ROUTES } from './routes.js';
 
 export interface ProviderDependencies {
@@ -72,7 +72,7 @@ export function createProvider(deps: ProviderDependencies): Provider {
     routes: ROUTES,
     responseTypes: ['code'],
     clientAuthMethods: CLIENT_AUTH_METHODS,
-    // The previous secret's digest and the end of its grace, read with the client (client-secrets.ts).
+    // The previous secret's digest and the end of its grace, read with the client (adapter.ts).
     extraClientMetadata: { properties: PREVIOUS_SECRET_METADATA },
     scopes: ['openid', 'profile', 'email'],
     claims: CLAIMS,

@@ -8,7 +8,7 @@
  */
 import type { Middleware } from 'koa';
 import type { Context } from 'koa';
-import { isWellFormedClientId } from '../clients/secret.js';
+import { isWellFormedClientId } from '../clients/credentials.js';
 import { StoreUnavailableError } from '../errors.js';
 import type { ErrorBody, ErrorResponder } from '../errors.js';
 import { asUnavailable } from '../store/store-failure.js';

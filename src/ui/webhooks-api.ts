@@ -19,14 +19,14 @@ import type { Context, Middleware } from 'koa';
 import { ServiceError } from '../errors.js';
 import { noteClient } from '../http/access-log.js';
 import type { Client } from '../generated/prisma/client.js';
-import { authenticateClient, basicCredentials } from '../clients/client-auth.js';
+import { authenticateClient, basicCredentials } from '../clients/credentials.js';
+import type { SecretCheck } from '../clients/credentials.js';
 import type { WebhookService } from '../webhooks/webhook-service.js';
 import { WebhookInputError } from '../webhooks/webhook-service.js';
 import { endpointView } from '../webhooks/webhook-store.js';
 import type { WebhookDelivery } from '../webhooks/webhook-store.js';
 import { clientActor, requestContext } from '../audit/audit-log.js';
 import { GRACE_SYNTAX, parseGrace } from '../rotation-grace.js';
-import type { SecretCheck } from '../clients/secret-check.js';
 
 export const WEBHOOKS_PATH = '/api/webhooks.php';
 

@@ -9,7 +9,7 @@ import type { AuditLog } from '../../src/audit/audit-log.js';
 import { auditedChanges } from '../../src/webhooks/audited-changes.js';
 import { createClientSettings } from '../../src/clients/client-settings.js';
 import { createClientStore } from '../../src/clients/client-store.js';
-import { hashClientSecret } from '../../src/clients/secret.js';
+import { hashClientSecret } from '../../src/clients/credentials.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { createWebhookService } from '../../src/webhooks/webhook-service.js';
 import type { WebhookService } from '../../src/webhooks/webhook-service.js';

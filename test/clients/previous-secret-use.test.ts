@@ -7,7 +7,7 @@
  * neither logged nor counted.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { hashClientSecret, matchClientSecret } from '../../src/clients/secret.js';
+import { hashClientSecret, matchClientSecret } from '../../src/clients/credentials.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { Browser } from '../helpers/browser.js';
 import { basicAuth, createUser, postForm, registerClient, tokenRequest } from '../helpers/fixtures.js';
