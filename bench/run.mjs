@@ -9,9 +9,17 @@
  * then the median of 3 runs of 8 s. Costs per request are counted on the stores' side
  * (bench/lib/counters.mjs) and from /proc (the server's CPU time and RSS).
  *
+ * With `--against <git-ref>` or `--variants NAME=a,b` the service is measured as two sides, A
+ * and B, taking turns row by row over `--rounds` rounds (bench/lib/ab-plan.mjs), and a second
+ * table compares them (bench/lib/ab-report.mjs); the anchors are measured once.
+ *
+ * With `--markdown file` the header line and the table also replace the part of that page
+ * between its marker comments (bench/lib/markdown.mjs): `--markdown docs/performance.md`.
+ *
  * Usage: npm run bench [-- --quick] [--mode pg|embedded|both] [--rows userinfo,exchange,…]
  *        [--seed-tokens N] [--connections 32] [--seconds 8] [--runs 3] [--warmup 3] [--no-build]
- *        [--json file] [--webhook-latency] [--cpu-prof dir] [--env NAME=value …] [--load wrk|autocannon]
+ *        [--json file] [--markdown file] [--webhook-latency] [--cpu-prof dir] [--env NAME=value …]
+ *        [--load wrk|autocannon] [--against git-ref | --variants NAME=a,b] [--rounds 2]
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -19,17 +27,28 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { alternate, comparisonPlan, comparisonTitle, DEFAULT_ROUNDS } from './lib/ab-plan.mjs';
+import { comparisonTable, sideResults } from './lib/ab-report.mjs';
+import { buildAgainst, describeBuild, resolveRef } from './lib/against-build.mjs';
 import { startBareKoa, startStockProvider } from './lib/anchors.mjs';
 import { defaultLoad, ROOT, runDriver } from './lib/processes.mjs';
 import { ROWS, ROW_IDS } from './lib/rows.mjs';
 import { seedTokens } from './lib/seed-tokens.mjs';
 import { startService } from './lib/service.mjs';
 import { summariseProfiles } from './lib/profile-summary.mjs';
-import { fmt, fmtRatio, formatTable, median, medianRun, perRequest, ratio } from './lib/stats.mjs';
+import { markdownBlock, markedFileProblem, writeMarked } from './lib/markdown.mjs';
+import { headerLine, resultsTable, startRssLines } from './lib/report.mjs';
+import { fmt, median, medianRun, perRequest } from './lib/stats.mjs';
 
 const USAGE = `Usage: npm run bench [-- --quick] [--mode pg|embedded|both] [--rows ${ROW_IDS.join(',')}]
        [--seed-tokens N] [--connections 32] [--seconds 8] [--runs 3] [--warmup 3] [--no-build]
-       [--json file] [--webhook-latency] [--cpu-prof dir] [--env NAME=value …] [--load wrk|autocannon]`;
+       [--json file] [--markdown file] [--webhook-latency] [--cpu-prof dir] [--env NAME=value …]
+       [--load wrk|autocannon] [--against git-ref | --variants NAME=a,b] [--rounds ${DEFAULT_ROUNDS}]
+  --markdown file: rewrites the part of file between <!-- bench:table:start --> and
+    <!-- bench:table:end --> with this run's header line and table (docs/performance.md); the rest is kept.
+  --against git-ref: A/B of this checkout (A) against the ref's build (B), run from a temporary worktree.
+  --variants NAME=a,b: A/B of this build with the service variable NAME=a (A) and NAME=b (B).
+  --rounds N: with either, each row is measured N times per side, A then B, then B then A, …`;
 
 /** A bad option: what is wrong and the usage, exit 2 (no stack). */
 function usage(message) {
@@ -51,10 +70,14 @@ try {
     warmup: { type: 'string' },
     'no-build': { type: 'boolean', default: false },
     json: { type: 'string' },
+    markdown: { type: 'string' },
     'webhook-latency': { type: 'boolean', default: false },
     'cpu-prof': { type: 'string' },
     env: { type: 'string', multiple: true, default: [] },
     load: { type: 'string', default: defaultLoad() },
+    against: { type: 'string' },
+    variants: { type: 'string' },
+    rounds: { type: 'string' },
   } });
 } catch (error) {
   usage(error.message);
@@ -72,12 +95,22 @@ const modes = options.mode === 'both' ? ['pg', 'embedded'] : [options.mode];
 if (!['wrk', 'autocannon'].includes(options.load)) usage('--load must be wrk or autocannon');
 const seed = Number(options['seed-tokens']);
 if (!Number.isInteger(seed) || seed < 0) usage('--seed-tokens must be a whole number');
+// Checked now, not after a quarter of an hour of measuring.
+const markdownProblem = options.markdown === undefined ? undefined : markedFileProblem(options.markdown);
+if (markdownProblem) usage(`--markdown: ${markdownProblem}`);
 
 const serviceEnv = Object.fromEntries(options.env.map((pair) => {
   const at = pair.indexOf('=');
   if (at < 1) usage(`--env takes NAME=value, got "${pair}"`);
   return [pair.slice(0, at), pair.slice(at + 1)];
 }));
+
+let comparison;
+try {
+  comparison = comparisonPlan(options, { env: serviceEnv, resolveRef, describe: describeBuild });
+} catch (error) {
+  usage(error.message);
+}
 
 /** `--name`'s whole number (its default when absent), at least `min`. */
 function count(name, fallback, min = 1) {
@@ -155,15 +188,19 @@ async function main() {
     log('npm run build');
     execFileSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
   }
+  // Side B of --against runs from its own worktree, built before anything is measured.
+  const against = comparison?.kind === 'against' ? await buildAgainst(comparison.sides[1].commit, { log }) : undefined;
+  if (against) comparison.sides[1].root = against.dir;
   const results = [];
+  const figures = []; // an A/B run's figures, one per side, row and round
   const startRss = {};
   const context = { logDir: settings.tmpDir };
   /** Node's profiler flags for a server whose profile goes to `<--cpu-prof>/<name>`, or none. */
   const profiled = (name) => (options['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(options['cpu-prof'], name)}`] : []);
   /** Each measured row's share of the profile (the samples of its runs only, not fixtures or minting). */
-  const printProfiles = (label, name) => {
+  const printProfiles = (label, name, measured = results) => {
     if (!options['cpu-prof']) return;
-    for (const result of results.filter((r) => r.target === label)) {
+    for (const result of measured.filter((r) => r.target === label)) {
       console.log(`\n${label}, ${result.row}: CPU profile (${path.resolve(options['cpu-prof'], name)})\n${summariseProfiles(path.resolve(options['cpu-prof'], name), { window: result.profileWindow })}`);
     }
   };
@@ -204,66 +241,93 @@ async function main() {
   for (const mode of modes) {
     const label = mode === 'pg' ? 'this service, Postgres + Redis' : 'this service, embedded';
     log(`${label}: preparing`);
-    const service = await startService(mode, { ...context, nodeArgs: profiled(mode), env: serviceEnv });
-    startRss[label] = service.server.usage().rssBytes / 2 ** 20;
+    if (comparison) {
+      figures.push(...(await compare(mode, label)));
+      for (const side of comparison.sides) printProfiles(`${label}, ${side.id}`, `${mode}-${side.id}`, figures);
+      continue;
+    }
+    const service = await prepare(mode, label);
     try {
-      if (seed > 0) {
-        log(`seeding ${fmt(seed)} access + ${fmt(seed)} refresh tokens`);
-        await seedTokens(service, seed);
-      }
-      const target = { ...service, kind: 'service', label };
-      for (const row of rows) {
-        if (ROWS[row].refusing) {
-          const refusing = await service.startRefusing();
-          try {
-            results.push(await measure({ ...target, refusingBase: refusing.base }, row, { server: refusing.server }));
-          } finally {
-            await refusing.stop();
-          }
-        } else {
-          results.push(await measure(target, row));
-        }
-      }
+      for (const row of rows) results.push(await measureRow(service, row));
     } finally {
       await service.close();
     }
     printProfiles(label, mode);
   }
+  against?.remove();
 
-  print(results, argon2Rate);
-  for (const [label, mb] of Object.entries(startRss)) console.log(`RSS of ${label} right after start (one login and one exchange): ${fmt(mb)} MB`);
-  if (options.json) fs.writeFileSync(options.json, JSON.stringify({ settings, argon2Rate, results }, null, 2));
+  const titleOf = (row) => ROWS[row]?.title ?? row;
+  const report = {
+    header: headerLine(settings),
+    table: resultsTable([...results, ...sideResults(figures)], argon2Rate, titleOf),
+    after: startRssLines(startRss),
+    comparison: comparison && { title: comparisonTitle(comparison), table: comparisonTable(figures, titleOf) },
+  };
+  console.log(`\n${report.header}\n`);
+  console.log(report.table);
+  for (const line of report.after) console.log(line);
+  if (report.comparison) console.log(`\n${report.comparison.title}\n\n${report.comparison.table}`);
+  if (options.json) fs.writeFileSync(options.json, JSON.stringify({ settings, argon2Rate, results, ...(comparison && { comparison: { ...comparison, figures } }) }, null, 2));
+  if (options.markdown) writeMarkdown(options.markdown, report);
   if (options['webhook-latency']) {
     // Webhook delivery is latency, not throughput: its own script, one event at a time.
     console.log('');
     execFileSync(process.execPath, ['bench/webhook-latency.mjs', '--events', options.quick ? '20' : '100'], { cwd: ROOT, stdio: 'inherit' });
   }
   fs.rmSync(settings.tmpDir, { recursive: true, force: true });
-}
 
-/** Each row's anchor: P's figure for the same row, the argon2id ceiling for logins, the exchange for a 429. */
-function anchorOf(result, results, argon2Rate) {
-  const sameTarget = (row) => results.find((r) => r.target === result.target && r.row === row);
-  if (result.target.startsWith('P:')) return '1.00 P';
-  if (!result.target.startsWith('this service')) return '';
-  if (result.row === 'login') return `${fmtRatio(ratio(result.perSecond, argon2Rate), '×')} argon2id (${fmt(argon2Rate)}/s)`;
-  if (result.row === '429') {
-    const exchange = sameTarget('exchange');
-    return exchange ? `${fmt(ratio(exchange.cpuUs, result.cpuUs), 1)}× cheaper (CPU) than an exchange` : '';
+  // The steps of the service's loop above.
+  /** The service in `mode`, started from `root` with `env`, its tokens seeded: the target of its rows. */
+  async function prepare(mode, label, { root = ROOT, env = serviceEnv, name = mode } = {}) {
+    const service = await startService(mode, { ...context, nodeArgs: profiled(name), env, root, name: `service-${name}` });
+    startRss[label] = service.server.usage().rssBytes / 2 ** 20;
+    try {
+      if (seed > 0) {
+        log(`seeding ${fmt(seed)} access + ${fmt(seed)} refresh tokens`);
+        await seedTokens(service, seed);
+      }
+    } catch (error) {
+      await service.close();
+      throw error;
+    }
+    return { ...service, kind: 'service', label };
   }
-  const p = results.find((r) => r.target.startsWith('P:') && r.row === result.row);
-  return p ? fmtRatio(ratio(result.perSecond, p.perSecond), 'P') : '';
+  /** One row of a prepared service; the 429 row on a second instance with the default limits. */
+  async function measureRow(target, row, title = row) {
+    if (!ROWS[row].refusing) return measure(target, row, { title });
+    const refusing = await target.startRefusing();
+    try {
+      return await measure({ ...target, refusingBase: refusing.base }, row, { server: refusing.server, title });
+    } finally {
+      await refusing.stop();
+    }
+  }
+  /** Both sides of the comparison in `mode`, running side by side, their rows measured in turns. */
+  async function compare(mode, label) {
+    const started = {};
+    try {
+      for (const side of comparison.sides) started[side.id] = await prepare(mode, `${label}, ${side.id}`, { ...side, name: `${mode}-${side.id}` });
+      return await alternate(comparison, rows, async (side, row, round) => ({
+        ...(await measureRow(started[side.id], row, `${row}, round ${round}`)), service: label,
+      }));
+    } finally {
+      for (const service of Object.values(started)) await service.close();
+    }
+  }
 }
 
-function print(results, argon2Rate) {
-  const header = ['target', 'row', 'req/s', 'p50 ms', 'p99 ms', 'vs anchor', 'PG xacts/req', 'Redis cmds/req', 'CPU µs/req', 'RSS MB', 'notes'];
-  const table = results.map((r) => [
-    r.target, ROWS[r.row]?.title ?? r.row, fmt(r.perSecond), fmt(r.p50, 1), fmt(r.p99, 1), anchorOf(r, results, argon2Rate),
-    fmt(r.pg, 1), fmt(r.redis, 1), fmt(r.cpuUs), fmt(r.rssMb), r.notes.join('; '),
-  ]);
-  console.log(`\n${new Date().toISOString()} · ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'CPU'} · node ${process.version} · `
-    + `${settings.load}, ${settings.connections} connections · warm-up ${settings.warmup} s, then the median of ${settings.runs} × ${settings.seconds} s${settings.quick ? ' (--quick)' : ''}\n`);
-  console.log(formatTable(header, table));
+/** The run's header line and table into `file`, between its markers, with the command and the build that ran. */
+function writeMarkdown(file, report) {
+  const build = describeBuild(ROOT); // undefined outside a git checkout: the table goes without its build
+  const args = process.argv.slice(2);
+  const command = args.length ? `npm run bench -- ${args.join(' ')}` : 'npm run bench';
+  try {
+    writeMarked(file, markdownBlock({ ...report, command, build }));
+    log(`table written into ${file}`);
+  } catch (error) {
+    log(`--markdown: could not write ${file}: ${error.message}`);
+    process.exitCode = 1;
+  }
 }
 
 main().catch((error) => {

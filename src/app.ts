@@ -5,6 +5,7 @@
  * @example const app = await createApp(loadConfig(process.env)); http.createServer(app.callback());
  */
 import type http from 'node:http';
+import Router from '@koa/router';
 import Koa from 'koa';
 import type { Context } from 'koa';
 import mount from 'koa-mount';
@@ -15,60 +16,55 @@ import { specErrorCode, specStatus } from './errors.js';
 import { createLoginGuard } from './accounts/login-guard.js';
 import { createUserStore } from './accounts/user-store.js';
 import type { UserStore } from './accounts/user-store.js';
+import { createAuditLog } from './audit/audit-log.js';
 import { createClientStore } from './clients/client-store.js';
 import type { ClientStore } from './clients/client-store.js';
 import { createClientSettings } from './clients/client-settings.js';
-import { createAuditLog } from './audit/audit-log.js';
-import { auditedChanges } from './audit/audited-changes.js';
-import { providerAudit } from './audit/provider-audit.js';
-import { isWellFormedClientId, verifyClientSecret } from './clients/secret.js';
+import { createSecretCheck, isWellFormedClientId } from './clients/credentials.js';
 import { dynamicRegistration } from './clients/dynamic-registration.js';
-import { guardedFetch } from './clients/metadata-fetch.js';
-import { clientUsage } from './clients/client-usage.js';
 import { deleteIdleClients } from './clients/idle-clients.js';
 import { isMetadataDocumentClientId, metadataFetchReason } from './clients/metadata-document.js';
+import { guardedFetch } from './clients/metadata-fetch.js';
+import { createResourceStore } from './resources/resource-store.js';
 import { openDatabase } from './store/database.js';
 import type { Database } from './store/database.js';
 import { startCleanup } from './store/cleanup.js';
-import { createResourceStore } from './resources/resource-store.js';
 import { HUNG_PAUSE_MS, storeGuard } from './store/store-failure.js';
-import { clientHasWebhooks, createHotReads } from './store/hot-reads.js';
-import { pendingWrites, requestMemo, sendWrites } from './store/request-memo.js';
-import type { Write } from './store/write-batch.js';
+import { createHotReads } from './store/hot-reads.js';
+import { requestState } from './store/request-state.js';
+import { createWriteSender } from './store/write-sender.js';
 import { createLimiterFactory } from './store/limiter.js';
 import { migrate } from './store/migrate.js';
 import { connectRedis } from './store/redis.js';
 import { loadKeys } from './store/keys.js';
-import { createAdapterFactory } from './oidc/adapter.js';
+import { createAdapterFactory, postgresAdapters } from './oidc/adapter.js';
 import { createAuthorizedApps } from './oidc/authorized-apps.js';
-import { checkRegisteredMetadata, clientAdapter } from './oidc/client-adapter.js';
-import { createFindAccount } from './oidc/find-account.js';
+import { createFindAccount } from './accounts/provider-account.js';
+import { revocationAnnouncer } from './oidc/grant-revocations.js';
 import { loginSessions } from './oidc/login-session.js';
 import { memoryAdapters } from './oidc/memory-adapter.js';
-import { postgresAdapters } from './oidc/postgres-adapter.js';
+import { jwtIntrospection } from './oidc/jwt-introspection.js';
 import { createProvider } from './oidc/provider.js';
+import { checkRegisteredMetadata } from './oidc/registered-client.js';
+import { recordProviderEvents } from './oidc/provider-events.js';
 import { redisAdapters } from './oidc/redis-adapter.js';
 import { DISCOVERY_PATHS, ROUTES, TOKEN_ISSUING_PATHS } from './oidc/routes.js';
-import { specGlue } from './oidc/spec-glue.js';
-import { jwtIntrospection } from './oidc/jwt-introspection.js';
-import { tokenLookAhead } from './oidc/token-look-ahead.js';
-import { accessLog } from './http/access-log.js';
+import { authorizeGlue, introspectGlue, resumeGlue, userinfoGlue } from './oidc/spec-glue.js';
+import { tokenEndpoint } from './oidc/token-endpoint.js';
+import { accessLog, trackInFlight } from './http/access-log.js';
 import { parseBody } from './http/body.js';
-import { handleErrors } from './http/handle-errors.js';
+import { handleErrors, securityHeaders } from './http/responses.js';
 import { health, HEALTH_PATH, LIVE_PATH, READY_PATH } from './http/health.js';
 import { OPENAPI_PATH, openapiDocument } from './http/openapi-document.js';
-import { requestId } from './http/request-id.js';
 import { createLogger, errorLog } from './ops/logger.js';
-import { createMetrics } from './ops/metrics.js';
+import { NO_METRICS } from './ops/metrics.js';
 import type { Metrics } from './ops/metrics.js';
 import { startMetricsServer } from './ops/metrics-server.js';
 import type { MetricsServer } from './ops/metrics-server.js';
 import type { Logger as OpsLogger } from './ops/logger.js';
-import { trackInFlight } from './http/in-flight.js';
 import { exactPaths } from './http/exact-paths.js';
 import { rateLimit, tokenAdmission } from './http/rate-limit.js';
-import { securityHeaders } from './http/security-headers.js';
-import { staticAssets } from './http/static-assets.js';
+import { STYLESHEET_PATH, staticAssets } from './http/static-assets.js';
 import { APPLICATIONS_PATH, applicationsRoutes } from './ui/applications.js';
 import { consentView } from './ui/consent-view.js';
 import type { ClientOrigin } from './ui/consent-view.js';
@@ -78,11 +74,10 @@ import { REGISTER_PATH, registerRoutes } from './ui/register.js';
 import { settingsRoutes } from './ui/settings.js';
 import { SETTINGS_PATH } from './ui/settings-session.js';
 import { createViews, VIEWS_DIR } from './ui/views.js';
-import { revocationAnnouncer } from './webhooks/application-events.js';
-import { providerEvents } from './webhooks/provider-events.js';
+import { auditedChanges } from './webhooks/audited-changes.js';
 import { createWebhookService } from './webhooks/webhook-service.js';
 import type { WebhookService } from './webhooks/webhook-service.js';
-import { WEBHOOKS_PATH, webhooksApi } from './webhooks/webhooks-api.js';
+import { WEBHOOKS_PATH, webhooksApi } from './ui/webhooks-api.js';
 
 export interface App {
   readonly koa: Koa;
@@ -92,7 +87,7 @@ export interface App {
   readonly users: UserStore;
   readonly clients: ClientStore;
   readonly webhooks: WebhookService;
-  /** Where the app writes its access and error lines (issue 11 "Operable in production"). */
+  /** Where the app writes its access and error lines. */
   readonly logger: OpsLogger;
   /** This app's metrics (its own registry), counted and served with METRICS_PORT only. */
   readonly metrics: Metrics;
@@ -130,17 +125,23 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     await db.close();
     throw error;
   }
-  const metrics = await createMetrics({ db, redis }, config.metricsPort !== undefined);
+  // Counted only with METRICS_PORT: only then is prom-client loaded (ops/metrics.ts).
+  const metrics: Metrics = config.metricsPort === undefined ? NO_METRICS : (await import('./ops/prometheus-metrics.js')).prometheusMetrics({ db, redis });
   const memory = redis ? undefined : memoryAdapters();
   const keys = loadKeys(config);
-  // The audit trail (issue 11): rows in audit_events and `audit` lines, written where each change is made.
-  const audit = createAuditLog({ prisma: db.prisma, sql: db.sql, logger });
-  const users = createUserStore(db.prisma);
-  const clients = createClientStore(db.prisma, audit);
-  const views = createViews();
   // Store failures become 503s; a hung store is not waited on twice (store/store-failure.ts).
   // Redis has one breaker: its sessions, interactions and counters alike.
   const guards = { durable: storeGuard('database'), shortLived: storeGuard('redis', HUNG_PAUSE_MS, config.timeouts.redisCommandMs) };
+  // The request path's reads and writes (docs/storage.md): each request's reads remembered for it,
+  // its writes sent as one statement; those of one event-loop turn shared where that pays.
+  const byTurn = config.databaseBatching === 'turn' || (config.databaseBatching === 'auto' && db.embedded);
+  const send = createWriteSender(db.sql, { byTurn });
+  const hot = createHotReads(db.sql, { byTurn });
+  // The audit trail: rows in audit_events and `audit` lines, written where each change is made.
+  const audit = createAuditLog({ prisma: db.prisma, send, logger });
+  const users = createUserStore(db.prisma);
+  const clients = createClientStore(db.prisma, audit);
+  const views = createViews();
   // Spec "Limits": counters in Redis (shared by every instance) or in this process; window 60 s.
   const limiter = metrics.countRefusals(createLimiterFactory(redis && { redis, keyPrefix: `${config.redisKeyPrefix}rl:`, guard: guards.shortLived }));
   const limits = {
@@ -153,45 +154,39 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   const guard = metrics.countLogins(createLoginGuard(limiter));
   const respondError = createErrorResponder(views, new Set([ROUTES.token, ROUTES.userinfo, ROUTES.revocation, ROUTES.introspection, WEBHOOKS_PATH]));
   const clock = () => new Date();
-  // What a request's events write (outbox messages, audit rows) joins its one write statement.
-  const joinRequestWrites = (key: string, write: Write) => {
-    const batch = pendingWrites(db.sql);
-    batch?.write(key, write);
-    return batch !== undefined;
-  };
-  // Request-path reads, memoised per request (store/hot-reads.ts, README "Storage").
-  const hot = createHotReads(db.sql);
-  const findUser = (id: string) => hot.findUser(id);
-  const usernameOf = async (accountId: string) => (await findUser(accountId))?.username;
+  // One client secret check for the provider, the settings page and the webhooks API (the previous secret in its grace too).
+  const checkSecret = createSecretCheck({ logger, counted: metrics.previousSecretUsed });
+  const usernameOf = async (accountId: string) => (await hot.findUser(accountId))?.username;
   const webhooks = createWebhookService({
     prisma: db.prisma,
+    send,
     clock,
     policy: { httpsOnly: config.production, allowPrivate: config.webhookAllowPrivateNetworks },
     retryBaseMs: config.webhookRetryBaseMs,
     attemptTimeoutMs: config.timeouts.webhookAttemptMs,
     leaseMs: config.webhookLeaseMs,
-    usernameOf,
-    clientHasWebhooks,
-    joinRequestWrites,
     log: (error) => log(error),
     onOutcome: metrics.webhookOutcome,
     audit,
+    secretRotationGraceMs: config.secretRotationGraceMs,
   });
   // A change, its webhook events and its audit rows: one transaction.
   const changes = auditedChanges(webhooks, audit);
-  const clientSettings = createClientSettings(changes);
+  const clientSettings = createClientSettings(changes, { graceMs: config.secretRotationGraceMs, clock });
+  // Declared resource servers (RFC 8707): RESOURCES and resources:add (docs/mcp.md).
   const resources = createResourceStore({ prisma: db.prisma, configured: config.standardClients.resources, audit });
+  const documents = config.standardClients.metadataDocuments;
 
   const provider = createProvider({
     config,
     keys,
     adapters: createAdapterFactory({
-      durable: postgresAdapters(db, hot),
+      durable: postgresAdapters(db, hot, send),
       shortLived: redis ? redisAdapters(redis, config.redisKeyPrefix) : memory!.adapters,
-      client: clientAdapter(hot.findClient),
+      findClient: hot.findClient,
       guards,
     }),
-    findAccount: createFindAccount(findUser, guards.durable),
+    findAccount: createFindAccount(hot.findUser, guards.durable),
     renderError: async (ctx, out, thrown) => {
       const error = specErrorCode(String(out.error));
       // A metadata document that could not be fetched: say why (clients/metadata-document.ts).
@@ -199,21 +194,22 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
       const description = `${String(out.error_description ?? '')}${reason ? `: ${reason}` : ''}`;
       respondError(ctx, { error, error_description: description }, specStatus(error, ctx.status >= 400 ? ctx.status : 400));
     },
-    verifyClientSecret,
+    checkClientSecret: checkSecret,
     findResource: resources.find,
-    fetch: guardedFetch({ ...config.standardClients.metadataDocuments, allowPrivate: config.standardClients.metadataDocuments.allowPrivateNetworks }) as never,
+    fetch: guardedFetch({ ...documents, allowPrivate: documents.allowPrivateNetworks }) as never,
   });
   provider.on('server_error', (ctx, error) => log(error, ctx));
-  provider.on('grant.success', (ctx) => metrics.tokenIssued(String(ctx.oidc.params?.grant_type)));
-  const tokenEvents = providerEvents({ provider, raise: webhooks.raise, log: (error, ctx) => log(error, ctx) });
-  const tokenAudit = providerAudit({ provider, audit, joinRequestWrites, log: (error, ctx) => log(error, ctx) });
-  const usage = clientUsage({ provider, findClient: hot.findClient, joinRequestWrites, log: (error, ctx) => log(error, ctx) });
+  recordProviderEvents({ provider, audit, webhooks, tokenIssued: metrics.registry ? metrics.tokenIssued : undefined, send, log: (error, ctx) => log(error, ctx) });
   const cleanup = startCleanup(db.prisma, {
     auditRetentionDays: config.auditRetentionDays,
     log: (error) => log(error),
-    // Self-registered clients that obtained no token for DYNAMIC_CLIENT_IDLE_DAYS (clients/client-usage.ts records uses).
+    // Self-registered clients that obtained no token for DYNAMIC_CLIENT_IDLE_DAYS (clients/client-usage.ts).
     sweeps: [(limit) => deleteIdleClients(db.prisma, audit, { days: config.standardClients.dynamicClientIdleDays, limit })],
   });
+  // A metadata document's client is public (clients/metadata-document.ts); ours are when they have no secret.
+  const isPublicClient = async (clientId: string) => isMetadataDocumentClientId(clientId)
+    || (isWellFormedClientId(clientId) && (await hot.findClient(clientId))?.clientSecretHash === null);
+  const introspectJwt = jwtIntrospection({ issuer: config.baseUrl, signingKeys: () => keys.jwks.keys, findGrant: (grantId) => provider.Grant.find(grantId) });
 
   const body = parseBody(); // forms and JSON of our own pages and APIs, at most 16 kB
 
@@ -236,37 +232,51 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   };
   const servedPaths = Object.keys(served);
 
+  // The provider's endpoints that the spec reshapes, each with its glue in front of the provider
+  // (oidc/token-endpoint.ts, oidc/spec-glue.ts); the provider serves the others as they are.
+  const toProvider = mount(provider);
+  const oauth = new Router({ strict: true, sensitive: true })
+    .get(ROUTES.authorization, authorizeGlue(respondError, async (indicator) => (await resources.find(indicator))?.scopes.join(' ')), toProvider)
+    .all(new RegExp(`^${ROUTES.authorization.replace('.', '\\.')}/[^/]+$`), resumeGlue, toProvider)
+    .post(ROUTES.token, tokenEndpoint({ admit: tokenAdmission(tokenByClient), guard: guards.durable, provider: toProvider, isPublicClient, log }))
+    .get(ROUTES.userinfo, userinfoGlue, toProvider)
+    .post(ROUTES.userinfo, userinfoGlue, toProvider)
+    .post(ROUTES.introspection, introspectGlue(usernameOf, introspectJwt), toProvider);
+
+  // Answered before the rate limits, and only at their exact paths.
+  const unlimited = new Router({ strict: true, sensitive: true })
+    .get([HEALTH_PATH, LIVE_PATH, READY_PATH], health({
+      // Through the guards: ready exactly when requests would be let through to the stores.
+      checks: { database: () => guards.durable(() => db.ping()), ...(redis ? { redis: () => guards.shortLived(() => redis!.ping()) } : {}) },
+      stopping: () => inFlight.draining,
+    }))
+    .get(STYLESHEET_PATH, staticAssets(VIEWS_DIR));
+
   // Behind TRUST_PROXY, the client is the last X-Forwarded-For entry (the one our proxy added).
   const koa = new Koa({ proxy: config.trustProxy, maxIpsCount: 1, keys: keys.cookieKeys });
   koa.silent = true; // errors are logged by handleErrors and the provider's server_error event
   koa
     .use(inFlight.middleware) // a drained shutdown waits for every handler, hung-up clients' included
-    .use(requestId())
-    .use(accessLog({ logger, onResponse: metrics.observeRequest, knownPaths: new Set([...servedPaths, HEALTH_PATH, LIVE_PATH, READY_PATH, '/assets/site.css']) }))
+    .use(accessLog({ logger, onResponse: metrics.registry ? metrics.observeRequest : undefined, knownPaths: new Set([...servedPaths, HEALTH_PATH, LIVE_PATH, READY_PATH, STYLESHEET_PATH]) }))
     .use(handleErrors(respondError, log))
     .use(securityHeaders({ hsts: config.secureCookies, tokenPaths: limits.tokenPaths }))
-    .use(health({
-      // Through the guards: ready exactly when requests would be let through to the stores.
-      checks: { database: () => guards.durable(() => db.ping()), ...(redis ? { redis: () => guards.shortLived(() => redis!.ping()) } : {}) },
-      stopping: () => inFlight.draining,
-    }))
-    .use(staticAssets(VIEWS_DIR))
+    .use(unlimited.routes())
     .use(rateLimit(limits)) // everything below is limited; nothing is parsed or looked up before it
+    // Each request's reads, remembered for it, and its one write statement, sent before the
+    // response leaves (store/request-state.ts).
+    .use(requestState(guards.durable, send, log))
+    .use(oauth.routes()) // exact paths only: other spellings and other methods go on
     .use(exactPaths(served))
-    // Each request's reads and its one write statement (store/request-memo.ts), for every route:
-    // what a page or the provider reads twice is read once, and what a request's events write
-    // (outbox messages, audit rows) joins that statement, sent before the response leaves.
-    .use(requestMemo(guards.durable, tokenLookAhead))
-    .use(openapiDocument()) // issue 11: the API's description, from openapi.json
+    .use(openapiDocument()) // the API's description, from openapi.json
     .use(registerRoutes({ clients, views, body, dynamic: dynamicRegistration({
       clients,
       initialAccessToken: config.standardClients.registrationInitialAccessToken,
       check: checkRegisteredMetadata(provider),
     }) }).routes())
-    .use(settingsRoutes({ findClient: clients.find, settings: clientSettings, webhooks, views, body, clock }).routes())
-    .use(webhooksApi({ findClient: clients.find, webhooks, body }).routes())
+    .use(settingsRoutes({ findClient: clients.find, checkSecret, settings: clientSettings, webhooks, views, body, clock }).routes())
+    .use(webhooksApi({ findClient: clients.find, checkSecret, webhooks, body }).routes())
     .use(interactionRoutes({
-      provider, users, findUser, guard, audit, views, body,
+      provider, users, findUser: hot.findUser, guard, audit, views, body,
       onDenied: (d) => webhooks.raise('authorization.denied', { client_id: d.clientId, client_name: d.clientName, account_id: d.accountId }),
       consent: consentView({
         originOf: async (clientId) => (isMetadataDocumentClientId(clientId) ? 'metadata-document' : (await hot.findClient(clientId))?.registration as ClientOrigin | undefined),
@@ -275,26 +285,13 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     }).routes())
     .use(applicationsRoutes({
       apps: createAuthorizedApps({ prisma: db.prisma, withEvents: revocationAnnouncer(changes) }),
-      findUser,
+      findUser: hot.findUser,
       signIn: { guard, users, audit },
       loginSessions: loginSessions(provider),
       views,
       body,
     }).routes())
-    .use(specGlue({
-      answerUntrusted: respondError,
-      admitClient: tokenAdmission(tokenByClient),
-      usernameOf,
-      resourceScope: async (indicator) => (await resources.find(indicator))?.scopes.join(' '),
-      // A metadata document's client is public (clients/metadata-document.ts); ours have no secret.
-      introspectJwt: jwtIntrospection({ issuer: config.baseUrl, signingKeys: () => keys.jwks.keys, findGrant: (grantId) => provider.Grant.find(grantId) }),
-      isPublicClient: async (clientId) => isMetadataDocumentClientId(clientId) || (isWellFormedClientId(clientId) && (await hot.findClient(clientId))?.clientSecretHash === null),
-    }))
-    .use(sendWrites(guards.durable)) // the provider's writes, with its events', before the glue sees the answer
-    .use(tokenEvents.settle)
-    .use(tokenAudit.settle)
-    .use(usage.settle)
-    .use(mount(provider));
+    .use(toProvider);
   webhooks.start();
 
   let metricsServer: MetricsServer | undefined;

@@ -6,10 +6,20 @@
  * @example const config = loadConfig(process.env);
  */
 import path from 'node:path';
-import { LOG_LEVELS } from './ops/logger.js';
-import type { LogLevel } from './ops/logger.js';
-import { matchKey, resourceDeclaration, ResourceInputError } from './resources/resource-rules.js';
-import type { ResourceDeclaration } from './resources/resource-rules.js';
+import { matchKey, resourceDeclaration, ResourceInputError } from './resource-rules.js';
+import type { ResourceDeclaration } from './resource-rules.js';
+import { GRACE_SYNTAX, parseGrace } from './rotation-grace.js';
+
+/** pino's levels, most severe first, and `silent`. */
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/**
+ * Whether the request path's statements carry the lookups and writes of every request made in
+ * one turn of the event loop (`turn`) or each request's alone (`off`); `auto`: `turn` on the
+ * embedded database, which serves one statement at a time, `off` on PostgreSQL (docs/performance.md).
+ */
+export type DatabaseBatching = 'auto' | 'turn' | 'off';
 
 export interface Config {
   readonly nodeEnv: 'development' | 'production' | 'test';
@@ -20,6 +30,8 @@ export interface Config {
   readonly secureCookies: boolean;
   /** Postgres connection string; unset = embedded PGlite under `dataDir`. */
   readonly databaseUrl: string | undefined;
+  /** DATABASE_BATCHING: see {@link DatabaseBatching}. */
+  readonly databaseBatching: DatabaseBatching;
   /** Redis connection string; unset = in-process stores. */
   readonly redisUrl: string | undefined;
   readonly redisKeyPrefix: string;
@@ -49,12 +61,14 @@ export interface Config {
   readonly tls: { readonly certFile: string; readonly keyFile: string } | undefined;
   /** How long each store may take before a request gives up on it (see {@link Timeouts}). */
   readonly timeouts: Timeouts;
-  /** LOG_LEVEL: the least severe level written (issue 11 "Operable in production"). */
+  /** LOG_LEVEL: the least severe level written. */
   readonly logLevel: LogLevel;
   /** METRICS_PORT: where `/metrics` is served on its own listener; unset = no metrics listener. */
   readonly metricsPort: number | undefined;
   /** AUDIT_RETENTION_DAYS: audit rows older than this are deleted by the cleanup job. */
   readonly auditRetentionDays: number;
+  /** CLIENT_SECRET_ROTATION_GRACE: how long a rotated client or webhook secret keeps working, unless a rotation says (docs/rotating-credentials.md). */
+  readonly secretRotationGraceMs: number;
   /** Clients that bring themselves (RFC 7591, metadata documents) and declared resources: see {@link StandardClients}. */
   readonly standardClients: StandardClients;
 }
@@ -181,6 +195,19 @@ function cookieKeys(env: Env): string[] | undefined {
     throw new ConfigError('COOKIE_KEYS', 'must be a comma-separated list of keys, each at least 32 characters');
   }
   return keys;
+}
+
+function databaseBatching(env: Env): DatabaseBatching {
+  const raw = read(env, 'DATABASE_BATCHING')?.toLowerCase() ?? 'auto';
+  if (raw !== 'auto' && raw !== 'turn' && raw !== 'off') throw new ConfigError('DATABASE_BATCHING', `must be auto, turn or off, got "${raw}"`);
+  return raw;
+}
+
+function rotationGrace(env: Env): number {
+  const raw = read(env, 'CLIENT_SECRET_ROTATION_GRACE') ?? '24h';
+  const ms = parseGrace(raw);
+  if (ms === undefined) throw new ConfigError('CLIENT_SECRET_ROTATION_GRACE', `must be ${GRACE_SYNTAX}, got "${raw}"`);
+  return ms;
 }
 
 function logLevel(env: Env): LogLevel {
@@ -320,6 +347,7 @@ export function loadConfig(env: Env): Config {
     baseUrl: base,
     secureCookies: https,
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
+    databaseBatching: databaseBatching(env),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     redisKeyPrefix,
     dataDir: path.resolve(read(env, 'DATA_DIR') ?? 'data'),
@@ -332,6 +360,7 @@ export function loadConfig(env: Env): Config {
     webhookLeaseMs,
     webhookAllowPrivateNetworks: boolean(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'),
     auditRetentionDays: integer(env, 'AUDIT_RETENTION_DAYS', 90, 1, 36_500),
+    secretRotationGraceMs: rotationGrace(env),
     standardClients: standardClients(env),
     cookieKeys: keys ? Object.freeze(keys) : undefined,
     jwksFile,

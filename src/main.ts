@@ -1,3 +1,4 @@
+// Kept over @godaddy/terminus: its stoppable closes connections whose request is not yet read, and it waits for connections, not handlers, so a hung-up client's handler would outlive the pools.
 /**
  * Starts the service: config → app → listen; on SIGINT/SIGTERM, a drained shutdown:
  *

@@ -36,6 +36,7 @@ describe('loadConfig defaults', () => {
       baseUrl: 'http://localhost:3000',
       secureCookies: false,
       databaseUrl: undefined,
+      databaseBatching: 'auto',
       redisUrl: undefined,
       redisKeyPrefix: 'oauth:',
       dataDir: path.resolve('data'),
@@ -68,6 +69,7 @@ describe('loadConfig defaults', () => {
       logLevel: 'info',
       metricsPort: undefined,
       auditRetentionDays: 90,
+      secretRotationGraceMs: 86_400_000,
       standardClients: {
         registrationInitialAccessToken: undefined,
         dynamicClientIdleDays: 30,
@@ -98,6 +100,7 @@ describe('loadConfig defaults', () => {
       REDIS_URL: 'rediss://cache:6380',
       REDIS_KEY_PREFIX: 'auth:',
       DATA_DIR: '/var/lib/oauth',
+      DATABASE_BATCHING: 'Off',
       ACCESS_TOKEN_TTL: '600',
       AUTHORIZATION_CODE_TTL: '30',
       REFRESH_TOKEN_TTL: '86400',
@@ -127,6 +130,7 @@ describe('loadConfig defaults', () => {
       LOG_LEVEL: 'Debug',
       METRICS_PORT: '9464',
       AUDIT_RETENTION_DAYS: '365',
+      CLIENT_SECRET_ROTATION_GRACE: '90m',
     });
     expect(config).toEqual({
       nodeEnv: 'test',
@@ -135,6 +139,7 @@ describe('loadConfig defaults', () => {
       baseUrl: 'https://auth.example.com', // an origin: no trailing slash, as the issuer
       secureCookies: true,
       databaseUrl: 'postgresql://oauth@db:5432/oauth',
+      databaseBatching: 'off',
       redisUrl: 'rediss://cache:6380',
       redisKeyPrefix: 'auth:',
       dataDir: '/var/lib/oauth',
@@ -167,6 +172,7 @@ describe('loadConfig defaults', () => {
       logLevel: 'debug',
       metricsPort: 9464,
       auditRetentionDays: 365,
+      secretRotationGraceMs: 5_400_000,
       standardClients: expect.any(Object), // every one of its variables is read in test/config/standard-clients.test.ts
     });
   });
@@ -194,6 +200,7 @@ describe('a bad value throws ConfigError naming the variable', () => {
     ['BASE_URL', { BASE_URL: 'http://localhost:3000/?x=1' }],
     ['BASE_URL', { BASE_URL: 'http://user:pass@localhost:3000' }],
     ['BASE_URL', { BASE_URL: 'ftp://localhost' }],
+    ['DATABASE_BATCHING', { DATABASE_BATCHING: 'always' }],
     ['ACCESS_TOKEN_TTL', { ACCESS_TOKEN_TTL: '0' }],
     ['ACCESS_TOKEN_TTL', { ACCESS_TOKEN_TTL: 'an hour' }],
     ['AUTHORIZATION_CODE_TTL', { AUTHORIZATION_CODE_TTL: '0' }],
@@ -213,6 +220,11 @@ describe('a bad value throws ConfigError naming the variable', () => {
     ['WEBHOOK_LEASE_MS', { WEBHOOK_ATTEMPT_TIMEOUT_MS: '5000', WEBHOOK_LEASE_MS: '9999' }],
     ['AUDIT_RETENTION_DAYS', { AUDIT_RETENTION_DAYS: '0' }],
     ['AUDIT_RETENTION_DAYS', { AUDIT_RETENTION_DAYS: '90d' }],
+    ['CLIENT_SECRET_ROTATION_GRACE', { CLIENT_SECRET_ROTATION_GRACE: 'a day' }],
+    ['CLIENT_SECRET_ROTATION_GRACE', { CLIENT_SECRET_ROTATION_GRACE: '15' }], // seconds or minutes?
+    ['CLIENT_SECRET_ROTATION_GRACE', { CLIENT_SECRET_ROTATION_GRACE: '-1h' }],
+    ['CLIENT_SECRET_ROTATION_GRACE', { CLIENT_SECRET_ROTATION_GRACE: '1.5h' }],
+    ['CLIENT_SECRET_ROTATION_GRACE', { CLIENT_SECRET_ROTATION_GRACE: '31d' }],
     ['DATABASE_URL', { DATABASE_URL: 'mysql://x' }],
     ['DATABASE_URL', { DATABASE_URL: 'not a url' }],
     ['REDIS_URL', { REDIS_URL: 'http://x' }],

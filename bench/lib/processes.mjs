@@ -36,14 +36,15 @@ export function processUsage(pid) {
 }
 
 /**
- * Starts `node <args>` with exactly `env` (plus PATH), its stdout and stderr in a log file,
- * and waits until `readyUrl` answers 200. Returns { pid, startedAt, log, stop(), usage() }.
+ * Starts `node <args>` in `cwd` (this checkout unless told) with exactly `env` (plus PATH), its
+ * stdout and stderr in a log file, and waits until `readyUrl` answers 200.
+ * Returns { pid, startedAt, log, stop(), usage() }.
  */
-export async function startServer(name, args, env, readyUrl, { logDir = os.tmpdir(), timeoutMs = 90_000 } = {}) {
+export async function startServer(name, args, env, readyUrl, { logDir = os.tmpdir(), timeoutMs = 90_000, cwd = ROOT } = {}) {
   const log = path.join(logDir, `${name}.log`);
   const out = fs.openSync(log, 'w');
   const startedAt = Date.now();
-  const child = spawn(process.execPath, args, { cwd: ROOT, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env }, stdio: ['ignore', out, out] });
+  const child = spawn(process.execPath, args, { cwd, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env }, stdio: ['ignore', out, out] });
   fs.closeSync(out);
   const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal)));
   let gone;

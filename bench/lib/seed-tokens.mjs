@@ -31,7 +31,7 @@ export async function seedTokens(service, n) {
     return;
   }
   await service.restartWith(async ({ dataDir }) => {
-    const { openDatabase } = await import(pathToFileURL(path.join(ROOT, 'dist', 'store', 'database.js')).href);
+    const { openDatabase } = await import(pathToFileURL(path.join(service.root ?? ROOT, 'dist', 'store', 'database.js')).href);
     const db = await openDatabase({ databaseUrl: undefined, dataDir, timeouts: { databaseConnectMs: 60_000, databaseStatementMs: 600_000, databaseIdleInTransactionMs: 600_000 } });
     try {
       await db.withConnection((sql) => clone(sql, n, accessToken, refreshToken));

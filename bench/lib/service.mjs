@@ -8,6 +8,7 @@
  * |          | PostgreSQL, dropped afterwards                      | INFO commandstats counts only this service  |
  * | embedded | none (DATABASE_URL unset: PGlite under a temp DATA_DIR) | none (REDIS_URL unset: process memory)  |
  *
+ * It runs from `root`: this checkout, or another build's folder (the bench's `--against`).
  * Fixtures go through the service's own doors: the user through `dist/cli.js user:create`,
  * the client through `POST /api/register.php`, sessions, consents and codes through the
  * authorize, login and consent pages.
@@ -59,9 +60,9 @@ async function startRedis() {
   throw new Error('redis-server did not start');
 }
 
-function runCli(args, env) {
+function runCli(root, args, env) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['dist/cli.js', ...args], { cwd: ROOT, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['dist/cli.js', ...args], { cwd: root, env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     child.stdout.on('data', (chunk) => { output += chunk; });
     child.stderr.on('data', (chunk) => { output += chunk; });
@@ -72,10 +73,11 @@ function runCli(args, env) {
 /**
  * Prepares a mode's stores and fixtures and starts the service on them.
  * `nodeArgs` go before `dist/launch.cjs` (the bench's --cpu-prof passes Node's profiler flags);
- * `env` is added to the service's environment (the bench's --env, to compare configurations).
- * Returns the target: { mode, base, server, client, user, sessionCookie, counters, accessToken, mintCodes(n), exchange(code), startRefusing(), close() }.
+ * `env` is added to the service's environment (the bench's --env, to compare configurations);
+ * `root` is the folder it runs from (its `dist/`); `name` names its log files.
+ * Returns the target: { mode, root, base, server, client, user, sessionCookie, counters, accessToken, mintCodes(n), exchange(code), startRefusing(), close() }.
  */
-export async function startService(mode, { logDir, nodeArgs = [], env: extraEnv = {} }) {
+export async function startService(mode, { logDir, nodeArgs = [], env: extraEnv = {}, root = ROOT, name = `service-${mode}` }) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `oauth-bench-${mode}-`));
   const cleanups = [() => fs.rmSync(dataDir, { recursive: true, force: true })];
   const env = { DATA_DIR: dataDir, AUTHORIZATION_CODE_TTL: '600', REDIS_KEY_PREFIX: 'bench:' };
@@ -93,12 +95,12 @@ export async function startService(mode, { logDir, nodeArgs = [], env: extraEnv 
       cleanups.push(redis.stop);
       redisUrl = env.REDIS_URL = redis.url;
     }
-    await runCli(['user:create', '--username', USER.username, '--password', USER.password, '--email', 'bench@example.com', '--full-name', 'Bench User'], env);
+    await runCli(root, ['user:create', '--username', USER.username, '--password', USER.password, '--email', 'bench@example.com', '--full-name', 'Bench User'], env);
 
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
     const serviceEnv = { ...env, ...OPEN_LIMITS, ...extraEnv, PORT: String(port), BASE_URL: base };
-    const launch = () => startServer(`service-${mode}`, [...nodeArgs, 'dist/launch.cjs'], serviceEnv, `${base}/healthz/live`, { logDir });
+    const launch = () => startServer(name, [...nodeArgs, 'dist/launch.cjs'], serviceEnv, `${base}/healthz/live`, { logDir, cwd: root });
     const server = await launch();
     cleanups.push(() => target.server.stop());
 
@@ -117,6 +119,7 @@ export async function startService(mode, { logDir, nodeArgs = [], env: extraEnv 
 
     const target = {
       mode,
+      root,
       base,
       server,
       databaseUrl: env.DATABASE_URL,
@@ -148,15 +151,15 @@ export async function startService(mode, { logDir, nodeArgs = [], env: extraEnv 
         return res.json();
       },
       /**
-       * A second instance with the default limits (same stores, its own key prefix, its own
-       * DATA_DIR in embedded mode) for the 429 row. Resolves with { base, server }.
+       * A second instance with the default limits (same stores and `env`, its own key prefix,
+       * its own DATA_DIR in embedded mode) for the 429 row. Resolves with { base, server }.
        */
       async startRefusing() {
         const refusingPort = await freePort();
         const refusingBase = `http://127.0.0.1:${refusingPort}`;
         const refusingDir = fs.mkdtempSync(path.join(os.tmpdir(), `oauth-bench-${mode}-429-`));
-        const refusing = await startServer(`service-${mode}-429`, [...nodeArgs, 'dist/launch.cjs'],
-          { ...env, DATA_DIR: refusingDir, REDIS_KEY_PREFIX: 'bench429:', PORT: String(refusingPort), BASE_URL: refusingBase }, `${refusingBase}/healthz/live`, { logDir });
+        const refusing = await startServer(`${name}-429`, [...nodeArgs, 'dist/launch.cjs'],
+          { ...env, ...extraEnv, DATA_DIR: refusingDir, REDIS_KEY_PREFIX: 'bench429:', PORT: String(refusingPort), BASE_URL: refusingBase }, `${refusingBase}/healthz/live`, { logDir, cwd: root });
         return {
           base: refusingBase,
           server: refusing,

@@ -60,7 +60,7 @@ export function createLoginGuard(limiter: LimiterFactory, limits: LoginLimits = 
       // The pair first: a blocked pair (a guessing run's every later attempt) costs one count and
       // spends nothing of its address's daily budget, which a real user there shares. A Redis that
       // hangs is still waited on once: after one timeout the limiters count in memory at once
-      // (their breaker, store/insured-limiter.ts; issue 10).
+      // (their breaker, store/limiter.ts).
       const pair = await pairs.consume(key);
       if (pair.exceeded) return { outcome: 'blocked', retryAfter: pairWait(pair) };
       const perAddress = await addresses.consume(address);

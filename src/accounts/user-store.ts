@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Prisma, PrismaClient, User } from '../generated/prisma/client.js';
 import { decoyHash, hashPassword, verifyPassword } from './password.js';
+import { isActive } from './provider-account.js';
 
 export type { User };
 
@@ -52,8 +53,6 @@ export interface UserStore {
   hashNewPassword(password: string): Promise<string>;
 }
 
-/** Whether a user may sign in and be seen by the provider (not disabled). */
-export const isActive = (user: Pick<User, 'disabledAt'>) => !user.disabledAt;
 
 const USERNAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 const EMAIL = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]+$/;

@@ -10,12 +10,12 @@
  * @example await admin.delete(await admin.find(clientId), { actor: OPERATOR });
  */
 import type { AuditContext } from '../audit/audit-log.js';
-import type { ChangeTransaction } from '../audit/audited-changes.js';
+import type { ChangeTransaction } from '../webhooks/audited-changes.js';
 import type { ClientSettings } from '../clients/client-settings.js';
 import type { Client, PrismaClient } from '../generated/prisma/client.js';
 import { grantCount } from '../oidc/authorized-apps.js';
 import type { ApplicationRevoked } from '../oidc/authorized-apps.js';
-import { revokeGrants } from '../webhooks/application-events.js';
+import { revokeGrants } from '../oidc/grant-revocations.js';
 import type { WebhookEndpoint } from '../webhooks/webhook-store.js';
 import { NotFoundError } from './not-found.js';
 
@@ -27,8 +27,13 @@ export interface ClientAdmin {
   /** Its webhook endpoints, and how many users hold a live grant to it. */
   details(client: Client): Promise<{ endpoints: WebhookEndpoint[]; authorizedUsers: number }>;
   delete(client: Client, context: AuditContext): Promise<{ revoked: ApplicationRevoked[] }>;
-  /** The new secret, to be shown this once; the old one stops working at once. */
-  rotateSecret(client: Client, context: AuditContext): Promise<string>;
+  /**
+   * The new secret, to be shown this once, and the client as it now is: the replaced secret works
+   * until its `previousSecretExpiresAt` (`graceMs` from now; CLIENT_SECRET_ROTATION_GRACE unless given).
+   */
+  rotateSecret(client: Client, context: AuditContext, graceMs?: number): Promise<{ clientSecret: string; client: Client }>;
+  /** Ends the previous secret's grace now; `ended` false when none was still working. */
+  endPreviousSecret(client: Client, context: AuditContext): Promise<{ ended: boolean; client: Client }>;
   /** Validated as at registration; `changed` false when it was that already. */
   setRedirectUri(client: Client, redirectUri: string, context: AuditContext): Promise<{ changed: boolean }>;
   revokeTokens(client: Client, context: AuditContext): Promise<ApplicationRevoked[]>;
@@ -68,8 +73,11 @@ export function createClientAdmin({ prisma, settings, changes }: ClientAdminDepe
         return { revoked };
       });
     },
-    async rotateSecret(client, context) {
-      return (await settings.rotateSecret(client.clientId, context)).clientSecret;
+    rotateSecret(client, context, graceMs) {
+      return settings.rotateSecret(client.clientId, context, graceMs === undefined ? {} : { graceMs });
+    },
+    endPreviousSecret(client, context) {
+      return settings.endPreviousSecret(client.clientId, context);
     },
     async setRedirectUri(client, redirectUri, context) {
       const { changed } = await settings.update(client.clientId, { redirectUri }, context);

@@ -19,11 +19,11 @@
 import { isUuid } from '../accounts/user-store.js';
 import type { NewUser, User, UserStore } from '../accounts/user-store.js';
 import type { AuditContext } from '../audit/audit-log.js';
-import type { ChangeTransaction } from '../audit/audited-changes.js';
+import type { ChangeTransaction } from '../webhooks/audited-changes.js';
 import type { Client } from '../generated/prisma/client.js';
 import { grantCount } from '../oidc/authorized-apps.js';
 import type { ApplicationRevoked } from '../oidc/authorized-apps.js';
-import { revokeGrants } from '../webhooks/application-events.js';
+import { revokeGrants } from '../oidc/grant-revocations.js';
 import { NotFoundError } from './not-found.js';
 
 export interface UserAdmin {

@@ -1,9 +1,8 @@
 /**
- * The audit trail's event names and its actors (issue 11 "Audit trail"). Names are contracts:
- * operators' queries and alerts select on them. Declared, not coded: README.md "Operations" →
- * "Audit trail" documents the same table.
+ * The audit trail's event names. Names are contracts: operators' queries and alerts select on
+ * them. Declared, not coded: docs/operations.md "Audit trail" documents the same table.
  *
- * @example audit.record('user.disabled', { user: user.id }, { actor: OPERATOR });
+ * @example if (isAuditEventName(name)) query.events.push(name);
  */
 
 export const AUDIT_EVENTS = {
@@ -18,7 +17,8 @@ export const AUDIT_EVENTS = {
   'token.reuse_detected': 'a used refresh token or a redeemed code was presented again; its grant was revoked',
   'client.registered': 'a client registered at /api/register.php (the spec\'s shape, or RFC 7591: detail.registration)',
   'client.updated': 'a client name or redirect URI changed (settings page, clients:set-redirect-uri)',
-  'client.secret_rotated': 'a client secret was rotated (settings page, clients:rotate-secret)',
+  'client.secret_rotated': 'a client secret was rotated (settings page, clients:rotate-secret); detail: the grace and when the previous secret stops working',
+  'client.previous_secret_ended': 'the previous client secret was ended before its grace was over (settings page, clients:end-previous-secret)',
   'client.deleted': 'an operator deleted a client (clients:delete), or the cleanup job a self-registered one unused for DYNAMIC_CLIENT_IDLE_DAYS (actor system, reason idle)',
   'user.created': 'an operator created a user (user:create)',
   'user.disabled': 'an operator disabled a user (users:disable)',
@@ -29,6 +29,7 @@ export const AUDIT_EVENTS = {
   'resource.removed': 'an operator removed a declared resource server (resources:remove)',
   'webhook.endpoint_added': 'a client added a webhook endpoint (settings page, /api/webhooks.php)',
   'webhook.endpoint_removed': 'a client removed a webhook endpoint (settings page, /api/webhooks.php)',
+  'webhook.secret_rotated': 'a client rotated a webhook endpoint’s signing secret (settings page, /api/webhooks.php); detail: the grace and when the previous secret stops signing',
 } as const;
 
 export type AuditEventName = keyof typeof AUDIT_EVENTS;
@@ -38,13 +39,3 @@ export const AUDIT_EVENT_NAMES = Object.keys(AUDIT_EVENTS) as AuditEventName[];
 export function isAuditEventName(value: unknown): value is AuditEventName {
   return typeof value === 'string' && Object.hasOwn(AUDIT_EVENTS, value);
 }
-
-/** Who acted: a signed-in user, a client with its credentials, the CLI, nobody known, the service itself. */
-export const userActor = (userId: string) => `user:${userId}`;
-export const clientActor = (clientId: string) => `client:${clientId}`;
-/** The administration CLI; the OS user who ran it is in the row's detail (`os_user`). */
-export const OPERATOR = 'operator';
-/** Someone not (or not yet) authenticated: a failed login, an open registration. */
-export const ANONYMOUS = 'anonymous';
-/** The service on its own account (no one asked for it). */
-export const SYSTEM = 'system';

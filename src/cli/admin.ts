@@ -14,7 +14,7 @@ import type { UserAdmin } from '../admin/user-admin.js';
 import { createClientAdmin } from '../admin/client-admin.js';
 import type { ClientAdmin } from '../admin/client-admin.js';
 import { createAuditLog } from '../audit/audit-log.js';
-import { auditedChanges } from '../audit/audited-changes.js';
+import { auditedChanges } from '../webhooks/audited-changes.js';
 import { createClientSettings } from '../clients/client-settings.js';
 import { loadConfig } from '../config.js';
 import type { Config } from '../config.js';
@@ -29,6 +29,7 @@ import { errorChain, isStoreFailure } from '../store/store-failure.js';
 import { createResourceStore } from '../resources/resource-store.js';
 import type { ResourceStore } from '../resources/resource-store.js';
 import { createWebhookService } from '../webhooks/webhook-service.js';
+import { createWriteSender } from '../store/write-sender.js';
 
 /**
  * The database could not serve the command: unreachable or refusing, a failed migration, or a
@@ -98,17 +99,17 @@ export function withAdmin<T>(use: (admin: Admin) => Promise<T>): Promise<T> {
     const users = createUserStore(prisma);
     const webhooks = createWebhookService({ // its worker is never started here
       prisma,
+      send: createWriteSender(db.sql, { byTurn: false }),
       clock: () => new Date(),
       policy: { httpsOnly: config.production, allowPrivate: config.webhookAllowPrivateNetworks },
       retryBaseMs: config.webhookRetryBaseMs,
-      usernameOf: async (id) => (await users.findById(id))?.username,
       log: (error) => logger.error({ err: error }, 'error'),
       audit,
     });
     const changes = auditedChanges(webhooks, audit, { timeoutMs: config.timeouts.adminTransactionMs });
     return use({
       users: createUserAdmin({ users, changes }),
-      clients: createClientAdmin({ prisma, settings: createClientSettings(changes), changes }),
+      clients: createClientAdmin({ prisma, settings: createClientSettings(changes, { graceMs: config.secretRotationGraceMs }), changes }),
       apps: createAuthorizedApps({ prisma }),
       resources: createResourceStore({ prisma, configured: config.standardClients.resources, audit }),
       prisma,

@@ -1,12 +1,14 @@
 /**
  * `clients:*`. A client is named by its client_id, exactly.
  *
- * @example node dist/cli.js clients:rotate-secret dBq… --json
+ * @example node dist/cli.js clients:rotate-secret dBq… --grace 1h --json
  */
+import { previousSecretWorks } from '../clients/client-settings.js';
+import { GRACE_SYNTAX, parseGrace } from '../rotation-grace.js';
 import type { Client } from '../generated/prisma/client.js';
 import { endpointView } from '../webhooks/webhook-store.js';
 import { withAdmin, withClient } from './admin.js';
-import { onlyArgument, parse } from './args.js';
+import { ArgumentError, onlyArgument, parse } from './args.js';
 import { endedText, fields, iso, json, section, table } from './output.js';
 import type { VerbTable } from './verb.js';
 
@@ -16,6 +18,21 @@ const clientJson = (client: Client) => ({
   client_id: client.clientId, client_name: client.clientName, redirect_uri: client.redirectUri, created_at: iso(client.createdAt), updated_at: iso(client.updatedAt),
 });
 const named = (client: Client) => `"${client.clientName}" (${client.clientId})`;
+
+/** What the previous secret does now: works until…, stopped working at…, or none. */
+function previousSecret(client: Client): string {
+  const at = iso(client.previousSecretExpiresAt);
+  if (at === null) return 'none (the secret was never rotated)';
+  return previousSecretWorks(client, new Date()) ? `works until ${at}` : `stopped working at ${at}`;
+}
+
+/** `--grace`, checked before anything is changed. */
+function graceOption(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const ms = parseGrace(value);
+  if (ms === undefined) throw new ArgumentError(`--grace must be ${GRACE_SYNTAX}, got "${value}"`);
+  return ms;
+}
 
 export const CLIENT_VERBS: VerbTable = {
   'clients:list': {
@@ -35,10 +52,15 @@ export const CLIENT_VERBS: VerbTable = {
     async run(args) {
       const { values, positionals: [clientId] } = parse(args, ['client_id'], JSON_OPTION);
       const { client, endpoints, authorizedUsers } = await withClient(clientId!, async (admin, client) => ({ client, ...await admin.clients.details(client) }));
-      if (values.json) return json({ ...clientJson(client), authorized_users: authorizedUsers, webhooks: endpoints.map(endpointView) });
+      if (values.json) {
+        return json({
+          ...clientJson(client), previous_secret_expires_at: iso(client.previousSecretExpiresAt), previous_secret_works: previousSecretWorks(client, new Date()),
+          authorized_users: authorizedUsers, webhooks: endpoints.map(endpointView),
+        });
+      }
       const about = fields([
         ['client_id', client.clientId], ['name', client.clientName], ['redirect_uri', client.redirectUri], ['created', iso(client.createdAt)!],
-        ['updated', iso(client.updatedAt)!], ['authorized by', `${authorizedUsers} user${authorizedUsers === 1 ? '' : 's'}`],
+        ['updated', iso(client.updatedAt)!], ['previous secret', previousSecret(client)], ['authorized by', `${authorizedUsers} user${authorizedUsers === 1 ? '' : 's'}`],
       ]);
       const hooks = endpoints.map((e) => [e.id, e.url, e.events.join(','), e.enabled ? 'enabled' : `disabled: ${e.disabledReason ?? ''}`]);
       return `${about}\n${section('webhooks', ['ID', 'URL', 'EVENTS', 'STATUS'], hooks)}`;
@@ -53,14 +75,25 @@ export const CLIENT_VERBS: VerbTable = {
     }),
   },
   'clients:rotate-secret': {
-    usage: '<client_id> [--json]',
-    summary: 'a new client_secret, printed this once; the old one stops working at once',
+    usage: '<client_id> [--grace <duration>] [--json]',
+    summary: 'a new client_secret, printed this once; the old one works for the grace (CLIENT_SECRET_ROTATION_GRACE, 24h unless set; --grace 0 ends it at once)',
     async run(args, io) {
-      const { values, positionals: [clientId] } = parse(args, ['client_id'], JSON_OPTION);
-      const { client, secret } = await withClient(clientId!, async (admin, client) => ({ client, secret: await admin.clients.rotateSecret(client, io.context) }));
-      if (values.json) return json({ client_id: client.clientId, client_secret: secret });
-      return `new client_secret of ${named(client)}, shown this once:\n${secret}`;
+      const { values, positionals: [clientId] } = parse(args, ['client_id'], { ...JSON_OPTION, grace: { type: 'string' } });
+      const graceMs = graceOption(values.grace);
+      const { client, clientSecret } = await withClient(clientId!, (admin, found) => admin.clients.rotateSecret(found, io.context, graceMs));
+      if (values.json) return json({ client_id: client.clientId, client_secret: clientSecret, previous_secret_expires_at: iso(client.previousSecretExpiresAt) });
+      // The secret stays the last line, for whoever reads it with `tail -1`.
+      const previous = previousSecretWorks(client, new Date()) ? `works until ${iso(client.previousSecretExpiresAt)}` : 'no longer works';
+      return `new client_secret of ${named(client)}; the previous one ${previous}. Shown this once:\n${clientSecret}`;
     },
+  },
+  'clients:end-previous-secret': {
+    usage: '<client_id>',
+    summary: 'end the previous client_secret now, before its grace is over',
+    run: (args, io) => withClient(onlyArgument(args, 'client_id'), async (admin, found) => {
+      const { ended, client } = await admin.clients.endPreviousSecret(found, io.context);
+      return ended ? `the previous client_secret of ${named(client)} no longer works` : `${named(client)} has no previous client_secret that still works: nothing to end`;
+    }),
   },
   'clients:set-redirect-uri': {
     usage: '<client_id> <redirect_uri>',

@@ -6,7 +6,7 @@
  */
 import os from 'node:os';
 import { randomUUID } from 'node:crypto';
-import { OPERATOR } from '../audit/audit-events.js';
+import { OPERATOR } from '../audit/audit-log.js';
 import type { AuditContext } from '../audit/audit-log.js';
 
 /** What a command may use besides its arguments. */

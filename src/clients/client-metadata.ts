@@ -5,7 +5,7 @@
  *
  * @see https://www.rfc-editor.org/rfc/rfc7591#section-2, RFC 8252 §7 (native apps' redirect URIs)
  */
-import { validName } from './client-store.js';
+import { validName } from './client-name.js';
 import { redirectUriProblem } from './redirect-uri.js';
 
 export type TokenEndpointAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none';

@@ -1,22 +1,37 @@
 /**
  * What changes about a client after registration: name, redirect URI (validated as at
  * registration) and secret, from its settings page or from an operator's CLI. Each change, its
- * webhook event (`client.updated`, `client.secret_rotated`) and its audit row (the same names)
- * are written in one transaction: there is no change without its event and row, nor the reverse.
+ * webhook event (`client.updated`, `client.secret_rotated`) and its audit row (the same names,
+ * and `client.previous_secret_ended`) are written in one transaction: there is no change without
+ * its event and row, nor the reverse.
  *
- * @example const { clientSecret } = await settings.rotateSecret(clientId, requestContext(ctx, clientActor(clientId)));
+ * A rotation keeps the secret it replaces working for a grace period (CLIENT_SECRET_ROTATION_GRACE,
+ * or the rotation's own), so that every running instance of the client can switch without a failed
+ * request; a grace of 0 ends it at once (a leaked secret). Only the secret just replaced overlaps:
+ * rotating again within a grace ends the older one.
+ *
+ * @example const { clientSecret } = await settings.rotateSecret(clientId, requestContext(ctx, clientActor(clientId)), { graceMs: 3_600_000 });
  */
 import type { AuditContext } from '../audit/audit-log.js';
-import type { ChangeTransaction } from '../audit/audited-changes.js';
+import type { ChangeTransaction } from '../webhooks/audited-changes.js';
 import type { Client, Prisma } from '../generated/prisma/client.js';
+import type { Writer } from '../webhooks/outbox.js';
 import { ClientInputError, validName, validRedirectUri } from './client-store.js';
-import { generateClientSecret, hashClientSecret } from './secret.js';
+import { DEFAULT_GRACE_MS, formatGrace, graceEnd } from '../rotation-grace.js';
+import { generateClientSecret, hashClientSecret } from './credentials.js';
 
 export interface ClientSettings {
+  /** The grace a rotation gives the replaced secret unless it says otherwise. */
+  readonly defaultGraceMs: number;
   /** Applies the fields given; raises `client.updated` naming what changed (nothing: no event). */
   update(clientId: string, input: { clientName?: unknown; redirectUri?: unknown }, context: AuditContext): Promise<{ client: Client; changed: string[] }>;
-  /** A new secret, returned this once; the old one stops working at once. */
-  rotateSecret(clientId: string, context: AuditContext): Promise<{ client: Client; clientSecret: string }>;
+  /**
+   * A new secret, returned this once; the replaced one works until `client.previousSecretExpiresAt`
+   * (`graceMs` from now, {@link defaultGraceMs} unless given; 0: not at all).
+   */
+  rotateSecret(clientId: string, context: AuditContext, options?: { graceMs?: number }): Promise<{ client: Client; clientSecret: string }>;
+  /** Ends the previous secret's grace now; `ended` false when no previous secret was still working. */
+  endPreviousSecret(clientId: string, context: AuditContext): Promise<{ client: Client; ended: boolean }>;
 }
 
 /** An RFC 7591 client's redirect URIs are its metadata's: the one URI set here replaces them all. */
@@ -25,8 +40,24 @@ function registeredRedirect(client: Client, redirectUri: string): { metadata?: P
   return { metadata: { ...(client.metadata as Prisma.JsonObject), redirect_uris: [redirectUri] } as Prisma.InputJsonObject };
 }
 
-export function createClientSettings(changes: ChangeTransaction): ClientSettings {
+/** Whether the client's previous secret still works at `now`. */
+export function previousSecretWorks(client: Pick<Client, 'previousSecretHash' | 'previousSecretExpiresAt'>, now: Date): boolean {
+  return client.previousSecretHash !== null && client.previousSecretExpiresAt !== null && client.previousSecretExpiresAt.getTime() > now.getTime();
+}
+
+/** The client's row, locked until the change commits: two rotations at once take turns, and neither loses the other's secret. */
+async function lockedClient(tx: Writer, clientId: string): Promise<Client> {
+  const [locked] = await tx.$queryRaw<{ client_id: string }[]>`SELECT client_id FROM clients WHERE client_id = ${clientId} FOR UPDATE`;
+  const client = locked && await tx.client.findUnique({ where: { clientId } });
+  if (!client) throw new ClientInputError('the application is no longer registered');
+  return client;
+}
+
+export function createClientSettings(changes: ChangeTransaction, options: { graceMs?: number; clock?: () => Date } = {}): ClientSettings {
+  const defaultGraceMs = options.graceMs ?? DEFAULT_GRACE_MS;
+  const clock = options.clock ?? (() => new Date());
   return {
+    defaultGraceMs,
     update(clientId, input, context) {
       const clientName = input.clientName === undefined ? undefined : validName(input.clientName);
       const redirectUri = input.redirectUri === undefined ? undefined : validRedirectUri(input.redirectUri);
@@ -48,13 +79,30 @@ export function createClientSettings(changes: ChangeTransaction): ClientSettings
         return { client, changed };
       });
     },
-    rotateSecret(clientId, context) {
+    rotateSecret(clientId, context, { graceMs = defaultGraceMs } = {}) {
       const clientSecret = generateClientSecret();
       return changes(async (tx, raise, audit) => {
-        const client = await tx.client.update({ where: { clientId }, data: { clientSecretHash: hashClientSecret(clientSecret) } });
-        await raise('client.secret_rotated', { client_id: clientId, client_name: client.clientName });
-        await audit('client.secret_rotated', { client: clientId, detail: { client_name: client.clientName } }, context);
+        const before = await lockedClient(tx, clientId);
+        const until = graceEnd(clock(), graceMs);
+        const client = await tx.client.update({
+          where: { clientId },
+          data: { clientSecretHash: hashClientSecret(clientSecret), previousSecretHash: graceMs > 0 ? before.clientSecretHash : null, previousSecretExpiresAt: until },
+        });
+        const previous_secret_expires_at = until.toISOString();
+        await raise('client.secret_rotated', { client_id: clientId, client_name: client.clientName, previous_secret_expires_at });
+        await audit('client.secret_rotated', { client: clientId, detail: { client_name: client.clientName, grace: formatGrace(graceMs), previous_secret_expires_at } }, context);
         return { client, clientSecret };
+      });
+    },
+    endPreviousSecret(clientId, context) {
+      return changes(async (tx, _raise, audit) => {
+        const before = await lockedClient(tx, clientId);
+        const now = clock();
+        if (!previousSecretWorks(before, now)) return { client: before, ended: false };
+        const client = await tx.client.update({ where: { clientId }, data: { previousSecretHash: null, previousSecretExpiresAt: now } });
+        const detail = { client_name: client.clientName, previous_secret_expires_at: now.toISOString(), was_to_expire_at: before.previousSecretExpiresAt!.toISOString() };
+        await audit('client.previous_secret_ended', { client: clientId, detail }, context);
+        return { client, ended: true };
       });
     },
   };

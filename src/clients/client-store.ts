@@ -5,18 +5,17 @@
  *
  * @example const { client, clientSecret } = await clients.register({ clientName: 'Demo', redirectUri }, requestContext(ctx, ANONYMOUS));
  */
-import { ANONYMOUS } from '../audit/audit-events.js';
+import { ANONYMOUS } from '../audit/audit-log.js';
 import type { AuditContext, AuditLog } from '../audit/audit-log.js';
 import type { Client, Prisma, PrismaClient } from '../generated/prisma/client.js';
 import type { RegisteredMetadata } from './client-metadata.js';
+import { ClientInputError, validName } from './client-name.js';
 import { redirectUriProblem } from './redirect-uri.js';
-import { generateClientId, generateClientSecret, hashClientSecret } from './secret.js';
+import { generateClientId, generateClientSecret, hashClientSecret } from './credentials.js';
 
 export type { Client };
 
-export class ClientInputError extends Error {
-  override name = 'ClientInputError';
-}
+export { ClientInputError, validName };
 
 export interface ClientStore {
   /** Validates and registers a client; the plaintext secret is returned this once only. Registration is open: `context` defaults to an anonymous actor. */
@@ -28,23 +27,6 @@ export interface ClientStore {
    */
   registerDynamic(metadata: RegisteredMetadata, context: AuditContext): Promise<{ client: Client; clientSecret: string | undefined }>;
   find(clientId: string): Promise<Client | null>;
-}
-
-const MAX_NAME_LENGTH = 100;
-
-/** The trimmed name, or a {@link ClientInputError} saying what is wrong. */
-export function validName(value: unknown): string {
-  if (typeof value !== 'string' || value.trim() === '') throw new ClientInputError('client_name is required');
-  const name = value.trim();
-  if (name.length > MAX_NAME_LENGTH) throw new ClientInputError(`client_name must be at most ${MAX_NAME_LENGTH} characters`);
-  // Shown to users on the login and consent pages: no control characters (C0, DEL, C1), no
-  // direction overrides or isolates (which can show a name reversed: Unicode TR #36 §2.1), and
-  // something visible (not only zero-width or other format characters).
-  if (/[\p{Cc}\u202a-\u202e\u2066-\u2069]/u.test(name)) {
-    throw new ClientInputError('client_name must not contain control characters or text-direction overrides');
-  }
-  if (!/[^\p{Cf}\p{White_Space}]/u.test(name)) throw new ClientInputError('client_name must contain a visible character');
-  return name;
 }
 
 /** The redirect URI as registered, or a {@link ClientInputError} (rules in redirect-uri.ts). */

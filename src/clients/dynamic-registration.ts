@@ -9,8 +9,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context } from 'koa';
-import { ANONYMOUS } from '../audit/audit-events.js';
-import { requestContext } from '../audit/request-context.js';
+import { ANONYMOUS, requestContext } from '../audit/audit-log.js';
 import { ServiceError } from '../errors.js';
 import { noteClient } from '../http/access-log.js';
 import { ClientMetadataError, registeredMetadata } from './client-metadata.js';

@@ -12,7 +12,7 @@
  *
  * @example await deleteIdleClients(prisma, audit, { days: 30, limit: 100 });
  */
-import { SYSTEM } from '../audit/audit-events.js';
+import { SYSTEM } from '../audit/audit-log.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 

@@ -10,7 +10,7 @@
  */
 import { errors } from 'oidc-provider';
 import { redirectUriProblem } from './redirect-uri.js';
-import { isWellFormedClientId } from './secret.js';
+import { isWellFormedClientId } from './credentials.js';
 
 /** The draft's client identifier URL: https, a path other than "/", no fragment, credentials or dot segments. */
 export function isMetadataDocumentClientId(value: string): boolean {

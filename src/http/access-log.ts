@@ -1,17 +1,41 @@
 /**
- * One access line a request (issue 11): method, route, status, duration in ms, request id,
- * client address and, where the request named or authenticated one, the client_id.
+ * Every request, bracketed from its first middleware to its answer: counted while in flight,
+ * given an id, and logged in one access line (method, route, status, duration in ms, request id,
+ * client address and, where the request named or authenticated one, the client_id).
+ *
+ * In flight ({@link trackInFlight}), for a drained shutdown: the HTTP server only knows
+ * connections, and a request whose client hung up has no connection left while its handler still
+ * runs (and still uses the stores); this counts handlers, so shutdown can wait for every one of
+ * them before it closes the pools. While draining, every response says `Connection: close`, so
+ * keep-alive clients open their next connection elsewhere instead of racing the listener's close.
+ *
+ * The id is the caller's `X-Request-Id` when it is safe to echo and to write into a log line (at
+ * most 128 printable ASCII characters), otherwise a fresh one. It is answered in the
+ * `X-Request-Id` header and written on every log line of the request, so one request can be
+ * followed through the logs by its id.
  *
  * The route is the matched path (`/interaction/:uid/login`), never the raw URL: a query string
  * can carry codes and tokens, and an interaction uid is a session handle. Paths the service does
  * not serve are logged as `unmatched`, so that neither a log line nor a metric label echoes
  * whatever a caller sent. No header is logged.
  *
- * @example koa.use(requestId()).use(accessLog({ logger, knownPaths }));
+ * @example const inFlight = trackInFlight(); koa.use(inFlight.middleware).use(accessLog({ logger, knownPaths })); // then ctx.state.requestId
  */
+import { randomUUID } from 'node:crypto';
 import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
-import { clientAddress } from './client-address.js';
+import { clientAddress } from './rate-limit.js';
+
+export const REQUEST_ID_HEADER = 'X-Request-Id';
+const MAX_LENGTH = 128;
+/** Printable ASCII, space excluded (a space would make ids ambiguous in plain-text tools). */
+const PRINTABLE = /^[\x21-\x7e]+$/;
+
+/** The caller's id if acceptable, else undefined. */
+export function acceptedRequestId(raw: string | string[] | undefined): string | undefined {
+  if (typeof raw !== 'string' || raw.length > MAX_LENGTH || !PRINTABLE.test(raw)) return undefined;
+  return raw;
+}
 
 export const UNMATCHED_ROUTE = 'unmatched';
 
@@ -60,6 +84,9 @@ export function accessLog({ logger, knownPaths, onResponse }: AccessLogOptions):
   const lines = logger.child({}, { redact: [] });
   return async (ctx, next) => {
     const started = process.hrtime.bigint();
+    const id = acceptedRequestId(ctx.req.headers['x-request-id']) ?? randomUUID();
+    ctx.state.requestId = id;
+    ctx.set(REQUEST_ID_HEADER, id);
     // Read now: once the response is sent the socket may be gone (a 413 closes the connection).
     const address = clientAddress(ctx);
     let failed = false;
@@ -87,5 +114,59 @@ export function accessLog({ logger, knownPaths, onResponse }: AccessLogOptions):
       }, 'request');
       onResponse?.(outcome, ctx);
     }
+  };
+}
+
+export interface InFlight {
+  readonly middleware: Middleware;
+  /** Handlers running now. */
+  readonly count: number;
+  readonly draining: boolean;
+  startDraining(): void;
+  /** Resolves true once nothing is in flight, or false after `timeoutMs` with some still running. */
+  settled(timeoutMs: number): Promise<boolean>;
+}
+
+export function trackInFlight(): InFlight {
+  let count = 0;
+  let draining = false;
+  let waiters: (() => void)[] = [];
+
+  const done = () => {
+    count -= 1;
+    if (count > 0) return;
+    const woken = waiters;
+    waiters = [];
+    for (const wake of woken) wake();
+  };
+
+  return {
+    async middleware(ctx, next) {
+      count += 1;
+      try {
+        if (draining) ctx.set('Connection', 'close');
+        await next();
+      } finally {
+        if (draining) ctx.set('Connection', 'close');
+        done();
+      }
+    },
+    get count() { return count; },
+    get draining() { return draining; },
+    startDraining() { draining = true; },
+    settled(timeoutMs) {
+      if (count === 0) return Promise.resolve(true);
+      return new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => {
+          waiters = waiters.filter((wake) => wake !== onIdle);
+          resolve(false);
+        }, timeoutMs);
+        const onIdle = () => {
+          clearTimeout(timer);
+          resolve(true);
+        };
+        waiters.push(onIdle);
+      });
+    },
   };
 }

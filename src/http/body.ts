@@ -4,14 +4,14 @@
  * parsing (as it did inside koa-body, which this replaces: the service takes no file uploads, and
  * koa-body's multipart parser and option schema cost ≈ 10 MB of resident memory). A body that
  * does not decode is a 400 (`bodyParseError`), never a 500. The token endpoint reads its own form
- * (oidc/spec-glue.ts).
+ * (oidc/token-endpoint.ts).
  *
  * @example router.post('/api/register.php', parseBody(), handler)
  */
 import coBody from 'co-body';
 import type { Middleware } from 'koa';
 import { ServiceError } from '../errors.js';
-import { bodyParseError } from './handle-errors.js';
+import { bodyParseError } from './responses.js';
 
 const PARSED_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 

@@ -1,45 +1,177 @@
 /**
- * The oidc-provider adapter contract, and which store keeps which model.
+ * The provider's seven adapter calls, mapped onto our stores; this file holds no SQL.
  *
- * Durable models (Grant, AuthorizationCode, AccessToken, RefreshToken, ...) go to Postgres;
- * short-lived, browser-bound ones to Redis (or process memory in the embedded default);
- * clients come from our own `clients` table.
+ * | model                                              | kept in                                   |
+ * |----------------------------------------------------|-------------------------------------------|
+ * | Client                                             | our `clients` table, read only            |
+ * | Session, Interaction, ReplayDetection, PushedAuthorizationRequest | Redis, or process memory (embedded) |
+ * | every other (Grant, AuthorizationCode, AccessToken, RefreshToken, …) | PostgreSQL `oidc_models` |
+ *
+ * On PostgreSQL a request reads through store/hot-reads.ts (a token comes with its grant, user and
+ * client) and defers its writes to its one write statement (store/request-state.ts): `upsert`
+ * and `consume` add to it; `consume` is a condition of that statement, so of two parallel
+ * redemptions exactly one writes and the other fails with the error the provider gives a used
+ * code. Every other call sends what is deferred first, so the store sees the calls in order.
+ * Without a request (jobs, the contract suite) each call is sent at once.
+ *
+ * Clients are our `clients` rows as the provider's client metadata, read only (clients register
+ * at /api/register.php; the provider's own registration compares plaintext secrets).
+ * `client_secret` carries the stored SHA-256 digest (clients/credentials.ts says why); after a
+ * rotation, the previous secret's digest and the end of its grace come along as two metadata
+ * properties of our own, registered as the provider's `extraClientMetadata`, so they are part of
+ * the Client it builds and of its cache key: a rotation or an early end is a new Client on every
+ * instance at its next request; provider.ts's `compareClientSecret` reads them back with
+ * {@link metadataDigests}.
+ *
+ * Every call goes through its store's guard: a store failure is a 503 `temporarily_unavailable`
+ * (errors.ts) that the provider answers as it is, instead of its 500.
  *
  * @see https://github.com/panva/node-oidc-provider/blob/main/example/my_adapter.js
  */
 import { errors } from 'oidc-provider';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
+import { isWellFormedClientId } from '../clients/credentials.js';
+import type { SecretDigests } from '../clients/credentials.js';
+import type { RegisteredMetadata } from '../clients/client-metadata.js';
+import type { Client, PrismaClient } from '../generated/prisma/client.js';
+import type { HotReads } from '../store/hot-reads.js';
+import { storable } from '../store/hot-reads.js';
+import { currentState, modelKey, Writes } from '../store/request-state.js';
+import type { ModelRow } from '../store/request-state.js';
 import type { StoreGuard } from '../store/store-failure.js';
-import { rememberSession } from '../store/hot-reads.js';
+import type { WriteSender } from '../store/write-sender.js';
+import { registeredClientMetadata } from './registered-client.js';
 
 export type { Adapter, AdapterPayload };
 
 /** Builds the adapter for one model name (the provider calls this once per model). */
 export type AdapterFor = (model: string) => Adapter;
 
-/** Models that live and die with a browser session: kept in Redis, not in Postgres. */
-export const SHORT_LIVED_MODELS: ReadonlySet<string> = new Set([
-  'Session', 'Interaction', 'ReplayDetection', 'PushedAuthorizationRequest',
-]);
+/** Models that live and die with a browser session: kept in Redis, not in PostgreSQL. */
+export const SHORT_LIVED_MODELS: ReadonlySet<string> = new Set(['Session', 'Interaction', 'ReplayDetection', 'PushedAuthorizationRequest']);
 
-/**
- * `consume` must be atomic: the provider checks `consumed` and then calls `consume`, so two
- * parallel redemptions of one code both pass the check. The store's conditional update lets
- * exactly one win; the other gets the error the provider gives a used code.
- * @see RFC 6749 §4.1.2 (a code MUST NOT be used more than once)
- */
+/** The provider's error for a code or token consumed twice. @see RFC 6749 §4.1.2 (a code is used once) */
 export function alreadyConsumed(model: string): Error {
-  const label = model === 'AuthorizationCode' ? 'authorization code' : model;
-  return new errors.InvalidGrant(`${label} already consumed`);
+  return new errors.InvalidGrant(`${model === 'AuthorizationCode' ? 'authorization code' : model} already consumed`);
+}
+
+/** The payload as the provider wants it back: `consumed` set once consumed. */
+export function withConsumed(payload: AdapterPayload, consumedAt: number | undefined): AdapterPayload {
+  return consumedAt === undefined ? payload : { ...payload, consumed: consumedAt };
+}
+
+const live = (row: ModelRow | null | undefined): AdapterPayload | undefined => (!row || (row.expires_ms !== null && row.expires_ms <= Date.now())
+  ? undefined
+  : withConsumed(row.payload as AdapterPayload, row.consumed_s === null ? undefined : Math.floor(row.consumed_s)));
+
+/** Adds to the current request's writes, or sends them at once outside a request. */
+async function deferred(send: WriteSender, add: (writes: Writes) => void): Promise<void> {
+  const state = currentState();
+  if (state) return add(state.writes);
+  const alone = new Writes();
+  add(alone);
+  await send(alone);
+}
+
+/** Durable models on PostgreSQL (`oidc_models`, one row per instance). */
+export function postgresAdapters(db: { prisma: PrismaClient }, hot: HotReads, send: WriteSender): AdapterFor {
+  const { prisma } = db;
+  const flush = () => currentState()?.flush();
+  const fromPrisma = (row: { payload: unknown; expiresAt: Date | null; consumedAt: Date | null } | null) => live(row
+    && { payload: row.payload as ModelRow['payload'], expires_ms: row.expiresAt?.getTime() ?? null, consumed_s: row.consumedAt ? row.consumedAt.getTime() / 1000 : null });
+
+  return (type): Adapter => ({
+    async upsert(id, payload, expiresIn) {
+      currentState()?.forgetModels(type, id);
+      await deferred(send, (writes) => writes.models.set(modelKey(type, id), {
+        type, id, payload: JSON.stringify(payload), grantId: payload.grantId ?? null, uid: payload.uid ?? null, userCode: payload.userCode ?? null,
+        expiresAt: expiresIn ? new Date(Date.now() + expiresIn * 1000).toISOString() : null,
+      }));
+    },
+    async find(id) {
+      await flush();
+      return live(await hot.findModel(type, id));
+    },
+    async findByUid(uid) {
+      if (!storable(uid)) return undefined;
+      await flush();
+      return fromPrisma(await prisma.oidcModel.findFirst({ where: { type, uid } }));
+    },
+    async findByUserCode(userCode) {
+      if (!storable(userCode)) return undefined;
+      await flush();
+      return fromPrisma(await prisma.oidcModel.findFirst({ where: { type, userCode } }));
+    },
+    async consume(id) {
+      currentState()?.forgetModels(type, id);
+      await deferred(send, (writes) => writes.consumes.push({ type, id, refused: () => alreadyConsumed(type) }));
+    },
+    async destroy(id) {
+      await flush();
+      currentState()?.forgetModels(type, id);
+      await prisma.oidcModel.deleteMany({ where: { type, id } });
+    },
+    async revokeByGrantId(grantId) {
+      await flush();
+      currentState()?.forgetModels(type);
+      await prisma.oidcModel.deleteMany({ where: { type, grantId } });
+    },
+  });
+}
+
+/** The previous secret's digest, and when its grace ends (seconds since the epoch, as RFC 7591's `client_secret_expires_at`). */
+export const PREVIOUS_SECRET_METADATA = ['previous_client_secret', 'previous_client_secret_expires_at'] as const;
+
+/** `client_secret`, and the previous secret while the row keeps one; nothing for a public client (RFC 7591 `none`). */
+export function secretMetadata(client: Client): Record<string, string | number> {
+  if (client.clientSecretHash === null) return {};
+  const until = client.previousSecretExpiresAt;
+  return client.previousSecretHash && until
+    ? { client_secret: client.clientSecretHash, previous_client_secret: client.previousSecretHash, previous_client_secret_expires_at: Math.ceil(until.getTime() / 1000) }
+    : { client_secret: client.clientSecretHash };
+}
+
+/** The digests of a provider Client built from {@link secretMetadata}. */
+export function metadataDigests(client: { clientSecret: string; previous_client_secret?: unknown; previous_client_secret_expires_at?: unknown }): SecretDigests {
+  const until = client.previous_client_secret_expires_at;
+  return {
+    current: client.clientSecret,
+    previous: typeof client.previous_client_secret === 'string' ? client.previous_client_secret : null,
+    previousUntil: typeof until === 'number' ? new Date(until * 1000) : null,
+  };
+}
+
+/** A row of our `clients` table as the provider's client metadata. */
+export function clientMetadata(client: Client): AdapterPayload {
+  if (client.registration === 'rfc7591') { // RFC 7591: its metadata as registered (registered-client.ts)
+    return { ...registeredClientMetadata(client.metadata as unknown as RegisteredMetadata), client_id: client.clientId, ...secretMetadata(client), client_name: client.clientName };
+  }
+  return {
+    client_id: client.clientId,
+    ...secretMetadata(client), // client_secret, and the previous secret in its grace
+    client_name: client.clientName,
+    redirect_uris: [client.redirectUri],
+    grant_types: ['authorization_code', 'refresh_token'],
+    response_types: ['code'],
+    token_endpoint_auth_method: 'client_secret_post',
+  };
+}
+
+export function clientAdapter(findClient: (clientId: string) => Promise<Client | null>): Adapter {
+  const readOnly = (): never => { throw new Error('clients are registered at /api/register.php, not through the provider'); };
+  return {
+    async find(id) {
+      if (!isWellFormedClientId(id)) return undefined;
+      const client = await findClient(id);
+      return client ? clientMetadata(client) : undefined;
+    },
+    upsert: readOnly, findByUid: readOnly, findByUserCode: readOnly, consume: readOnly, destroy: readOnly, revokeByGrantId: readOnly,
+  };
 }
 
 const METHODS = ['upsert', 'find', 'findByUid', 'findByUserCode', 'consume', 'destroy', 'revokeByGrantId'] as const;
 
-/**
- * The adapter with every call through its store's guard (store/store-failure.ts): a store
- * failure becomes a 503 `temporarily_unavailable` (errors.ts), which the provider answers as it
- * is, instead of its 500 "server_error".
- */
+/** `adapter` with every call through `guard` (store/store-failure.ts). */
 function guarded(guard: StoreGuard, adapter: Adapter): Adapter {
   const wrapped = {} as Record<(typeof METHODS)[number], unknown>;
   for (const method of METHODS) {
@@ -55,20 +187,23 @@ function sessions(adapter: Adapter): Adapter {
     ...adapter,
     async find(id) {
       const payload = await adapter.find(id);
-      rememberSession(payload ?? undefined);
+      const state = currentState();
+      if (payload && state) state.session = payload as RequestSession;
       return payload;
     },
   };
 }
 
+type RequestSession = NonNullable<NonNullable<ReturnType<typeof currentState>>['session']>;
+
 export function createAdapterFactory(stores: {
   durable: AdapterFor;
   shortLived: AdapterFor;
-  client: Adapter;
+  findClient: (clientId: string) => Promise<Client | null>;
   /** The guards of the durable store (clients too) and of the short-lived one. */
   guards: { durable: StoreGuard; shortLived: StoreGuard };
 }): AdapterFor {
-  const client = guarded(stores.guards.durable, stores.client);
+  const client = guarded(stores.guards.durable, clientAdapter(stores.findClient));
   return (model) => {
     if (model === 'Client') return client;
     if (model === 'Session') return sessions(guarded(stores.guards.shortLived, stores.shortLived(model)));
@@ -76,9 +211,4 @@ export function createAdapterFactory(stores: {
       ? guarded(stores.guards.shortLived, stores.shortLived(model))
       : guarded(stores.guards.durable, stores.durable(model));
   };
-}
-
-/** The payload as the provider wants it back: `consumed` set once consumed. */
-export function withConsumed(payload: AdapterPayload, consumedAt: number | undefined): AdapterPayload {
-  return consumedAt === undefined ? payload : { ...payload, consumed: consumedAt };
 }

@@ -10,7 +10,7 @@
 import { Prisma } from '../generated/prisma/client.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import { isUuid } from '../accounts/user-store.js';
-import { userActor } from '../audit/audit-events.js';
+import { userActor } from '../audit/audit-log.js';
 import type { AuditContext } from '../audit/audit-log.js';
 
 export interface AuthorizedApp {

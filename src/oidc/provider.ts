@@ -3,17 +3,19 @@
  * tokens, confidential clients (client_secret_post, client_secret_basic), opaque access
  * tokens, PKCE (S256) when a client uses it, revocation and introspection limited to a
  * client's own tokens. Everything here is the provider's own configuration; the few request
- * shapes it cannot express are in spec-glue.ts.
+ * shapes it cannot express are in token-endpoint.ts and spec-glue.ts.
  *
  * @see https://github.com/panva/node-oidc-provider/blob/main/docs/README.md
  */
 import Provider, { errors, interactionPolicy } from 'oidc-provider';
 import type { Configuration, FindAccount, KoaContextWithOIDC } from 'oidc-provider';
+import type { SecretCheck } from '../clients/credentials.js';
 import type { Config } from '../config.js';
 import type { Keys } from '../store/keys.js';
 import type { AdapterFor } from './adapter.js';
+import { CLAIMS } from '../accounts/provider-account.js';
 import { allowDocumentClient, oneFetchPerRequest } from '../clients/metadata-document.js';
-import { CLAIMS } from './find-account.js';
+import { metadataDigests, PREVIOUS_SECRET_METADATA } from './adapter.js';
 import { JWT_ACCESS_TOKEN_FORMATS, resourceIndicators } from './resource-indicators.js';
 import type { FindResource } from './resource-indicators.js';
 import { interactionPath, REGISTRATION_PATH, ROUTES } from './routes.js';
@@ -25,8 +27,8 @@ export interface ProviderDependencies {
   findAccount: FindAccount;
   /** Renders an error that must not go back to the client (untrusted client or redirect_uri). */
   renderError: NonNullable<Configuration['renderError']>;
-  /** Compares a presented client secret with the stored digest. */
-  verifyClientSecret: (presented: string, storedDigest: string) => boolean;
+  /** Checks a presented client secret against the stored digests (the previous one in its grace too). */
+  checkClientSecret: SecretCheck;
   /** The declared resource server a `resource` (RFC 8707) names, if any. */
   findResource: FindResource;
   /** Outgoing requests (Client ID Metadata Documents), through the outbound guard (clients/metadata-fetch.ts). */
@@ -81,6 +83,8 @@ export function createProvider(deps: ProviderDependencies): Provider {
     routes: ROUTES,
     responseTypes: ['code'],
     clientAuthMethods: [...CLIENT_AUTH_METHODS, PUBLIC],
+    // The previous secret's digest and the end of its grace, read with the client (adapter.ts).
+    extraClientMetadata: { properties: PREVIOUS_SECRET_METADATA },
     scopes: ['openid', 'profile', 'email'],
     claims: CLAIMS,
     // A PKCE challenge is verified whenever the client sent one; confidential clients without
@@ -198,9 +202,11 @@ export function createProvider(deps: ProviderDependencies): Provider {
 
   provider.proxy = config.trustProxy;
 
-  // Stored client_secret is a SHA-256 digest (clients/secret.ts explains why); compare against it.
-  provider.Client.prototype.compareClientSecret = function compareClientSecret(this: { clientSecret: string }, actual: string) {
-    return deps.verifyClientSecret(actual, this.clientSecret);
+  // Stored client_secret is a SHA-256 digest (clients/secret.ts explains why); compare against it,
+  // and against the previous secret's while its grace lasts.
+  provider.Client.prototype.compareClientSecret = function compareClientSecret(this: { clientId: string; clientSecret: string }, actual: string) {
+    const requestId = (Provider.ctx?.state as { requestId?: string } | undefined)?.requestId;
+    return deps.checkClientSecret(this.clientId, actual, metadataDigests(this), requestId);
   } as never;
 
   return provider;

@@ -2,17 +2,17 @@
  * The adapter contract on Redis. Each instance is a hash `{payload, consumed?}` that expires
  * with the model; side indexes map grantId, uid and userCode to it.
  *
- * What a request reads is remembered for that request (store/request-memo.ts; a consent post
+ * What a request reads is remembered for that request (store/request-state.ts; a consent post
  * asks for its interaction and its session three times over): as Redis answered it, parsed
  * afresh for each caller, and forgotten once the request writes that instance.
  *
- * Every call is one round trip (issue 9): a lookup by index reads the index and the instance in
- * one script, and `destroy` takes the indexes to remove from what the request already read.
+ * Every call is one round trip: a lookup by index reads the index and the instance in one
+ * script, and `destroy` takes the indexes to remove from what the request already read.
  * Scripts name the instance's key from the index's value, which standalone Redis (`REDIS_URL`)
  * allows and Redis Cluster would not.
  */
 import type { Redis } from 'ioredis';
-import { currentMemo, forget, memoised, remember } from '../store/request-memo.js';
+import { currentState, memoised } from '../store/request-state.js';
 import type { Adapter, AdapterFor, AdapterPayload } from './adapter.js';
 import { alreadyConsumed, withConsumed } from './adapter.js';
 
@@ -35,30 +35,26 @@ return 0`;
 export function redisAdapters(redis: Redis, prefix: string): AdapterFor {
   return (model): Adapter => {
     const key = (id: string) => `${prefix}${model}:${id}`;
-    /**
-     * Where the request memo keeps what Redis answered for `redisKey` (an instance's `HGETALL`
-     * fields, the id an index names); a prefix of keys forgets them all (request-memo `forget`).
-     */
-    const memoKey = (redisKey: string) => `redis:${redisKey}`;
     const grantKey = (grantId: string) => `${prefix}${model}:grant:${grantId}`;
     const uidKey = (uid: string) => `${prefix}${model}:uid:${uid}`;
     const userCodeKey = (userCode: string) => `${prefix}${model}:userCode:${userCode}`;
 
     async function find(id: string): Promise<AdapterPayload | undefined> {
-      const { payload, consumed } = await memoised(memoKey(key(id)), () => redis.hgetall(key(id)));
+      const { payload, consumed } = await memoised((state) => state.redis as Map<string, Record<string, string>>, key(id), () => redis.hgetall(key(id)));
       if (!payload) return undefined;
       return withConsumed(JSON.parse(payload) as AdapterPayload, consumed ? Number(consumed) : undefined);
     }
 
     async function findVia(indexKey: string) {
-      const id = await memoised(memoKey(indexKey), async () => {
+      const id = await memoised((state) => state.redis as Map<string, string | null>, indexKey, async () => {
         const found = await redis.eval(FIND_VIA, 1, indexKey, key('')) as [string, string[]] | null;
         if (!found) return null;
         const [id, flat] = found;
         const fields: Record<string, string> = {};
         for (let i = 0; i + 1 < flat.length; i += 2) fields[flat[i]!] = flat[i + 1]!;
         // What `find` would have read: the request's next look at this instance asks Redis nothing.
-        if (!currentMemo()?.rows.has(memoKey(key(id)))) remember(memoKey(key(id)), fields);
+        const state = currentState();
+        if (state && !state.redis.has(key(id))) state.redis.set(key(id), fields);
         return id;
       });
       return id ? find(id) : undefined;
@@ -66,9 +62,10 @@ export function redisAdapters(redis: Redis, prefix: string): AdapterFor {
 
     /** This request wrote the instance `id`: its reads of it (and of any index) are read again. */
     const written = (id: string) => {
-      forget(memoKey(key(id)));
-      forget(memoKey(uidKey('')));
-      forget(memoKey(userCodeKey('')));
+      const state = currentState();
+      state?.redis.delete(key(id));
+      state?.forgetRedis(uidKey(''));
+      state?.forgetRedis(userCodeKey(''));
     };
 
     return {
@@ -100,7 +97,7 @@ export function redisAdapters(redis: Redis, prefix: string): AdapterFor {
         // index key behind for the session's whole TTL (14 days). An index that already names
         // a newer instance is left alone. Which indexes: from the instance as this request read
         // it (the provider destroys what it just found), else read now.
-        const read = currentMemo()?.rows.get(memoKey(key(id))) as { payload?: string } | undefined;
+        const read = currentState()?.redis.get(key(id)) as { payload?: string } | undefined;
         written(id);
         const payload = read ? read.payload : await redis.hget(key(id), 'payload');
         const { uid, userCode } = payload ? JSON.parse(payload) as AdapterPayload : {};
@@ -111,7 +108,7 @@ export function redisAdapters(redis: Redis, prefix: string): AdapterFor {
         await multi.exec();
       },
       async revokeByGrantId(grantId) {
-        forget(memoKey(key('')));
+        currentState()?.forgetRedis(key(''));
         const keys = await redis.lrange(grantKey(grantId), 0, -1);
         await redis.del(...keys, grantKey(grantId));
       },

@@ -1,5 +1,5 @@
 /**
- * Structured logs (issue 11 "Operable in production"): one JSON object a line on stdout, at
+ * Structured logs: one JSON object a line on stdout, at
  * LOG_LEVEL and above; readable lines (pino-pretty) only for a person at a terminal outside
  * production. Created once by the process (src/main.ts) and passed down; never a module singleton.
  *
@@ -13,12 +13,14 @@ import { pino } from 'pino';
 import type { DestinationStream, Logger } from 'pino';
 import type pinoPretty from 'pino-pretty';
 import type { Context } from 'koa';
+import { LOG_LEVELS } from '../config.js';
+import type { LogLevel } from '../config.js';
 
 export type { Logger } from 'pino';
 
-/** LOG_LEVEL values, most severe first (`silent` logs nothing). */
-export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
+/** LOG_LEVEL values (config.ts), most severe first (`silent` logs nothing). */
+export { LOG_LEVELS };
+export type { LogLevel };
 
 /**
  * Field names that hold credentials anywhere they might appear (an error's properties, a

@@ -1,11 +1,10 @@
 /**
- * What the app counts for Prometheus (issue 11): request durations, tokens issued, login
- * outcomes, rate-limit refusals, webhook outcomes. Counted only when METRICS_PORT is set: then
- * prom-client is loaded (ops/prometheus-metrics.ts) and its registry served on that port.
- * Without it nothing is counted, and prom-client is not even loaded (issue 9, "load what a mode
- * does not use only in that mode").
+ * What the app counts for Prometheus: request durations, tokens issued, login outcomes,
+ * rate-limit refusals, webhook outcomes. Counted only when METRICS_PORT is set: then app.ts loads
+ * prom-client (ops/prometheus-metrics.ts) and its registry is served on that port. Without it
+ * nothing is counted ({@link NO_METRICS}), and prom-client is not even loaded.
  *
- * @example const metrics = await createMetrics({ db, redis }, config.metricsPort !== undefined);
+ * @example const metrics = config.metricsPort === undefined ? NO_METRICS : (await import('./ops/prometheus-metrics.js')).prometheusMetrics({ db, redis });
  */
 import type { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
@@ -25,6 +24,8 @@ export interface Metrics {
   observeRequest(outcome: RequestOutcome): void;
   tokenIssued(grantType: string): void;
   webhookOutcome(outcome: string): void;
+  /** A client authenticated with its previous secret, in the grace after a rotation. */
+  previousSecretUsed(clientId: string): void;
   /** The limiter factory with each refusal counted under the limiter's name (its budget). */
   countRefusals(factory: LimiterFactory): LimiterFactory;
   /** The login guard with each attempt's outcome counted: success, failure, blocked. */
@@ -37,13 +38,7 @@ export const NO_METRICS: Metrics = {
   observeRequest() {},
   tokenIssued() {},
   webhookOutcome() {},
+  previousSecretUsed() {},
   countRefusals: (factory) => factory,
   countLogins: (guard) => guard,
 };
-
-/** The app's metrics: Prometheus's when `counted`, none otherwise. */
-export async function createMetrics(sources: MetricsSources, counted: boolean): Promise<Metrics> {
-  if (!counted) return NO_METRICS;
-  const { prometheusMetrics } = await import('./prometheus-metrics.js');
-  return prometheusMetrics(sources);
-}

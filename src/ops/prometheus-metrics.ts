@@ -1,5 +1,5 @@
 /**
- * Prometheus metrics (issue 11 "Operable in production"), in a registry of this app's own (not
+ * Prometheus metrics, in a registry of this app's own (not
  * prom-client's global one), so that several apps can run in one process (tests). Served by
  * src/ops/metrics-server.ts on METRICS_PORT only, and loaded only then (ops/metrics.ts).
  *
@@ -10,6 +10,7 @@
  * | oauth_logins_total                                  | counter   | outcome                     |
  * | oauth_rate_limit_refusals_total                     | counter   | budget                      |
  * | oauth_webhook_deliveries_total                      | counter   | outcome                     |
+ * | oauth_client_previous_secret_uses_total             | counter   | client_id                   |
  * | oauth_webhook_outbox_pending                        | gauge     | — (read on scrape)          |
  * | oauth_webhook_outbox_oldest_pending_age_seconds     | gauge     | — (read on scrape)          |
  * | oauth_postgres_pool_connections                     | gauge     | state: total, idle, waiting |
@@ -39,6 +40,10 @@ export function prometheusMetrics({ db, redis }: MetricsSources): Metrics & { re
   const logins = new Counter({ name: 'oauth_logins_total', help: 'Password login attempts, by outcome (success, failure, blocked).', labelNames: ['outcome'] as const, registers });
   const refusals = new Counter({ name: 'oauth_rate_limit_refusals_total', help: 'Requests or attempts over a rate-limit budget, by budget.', labelNames: ['budget'] as const, registers });
   const deliveries = new Counter({ name: 'oauth_webhook_deliveries_total', help: 'Webhook delivery attempts, by outcome (delivered, pending = will retry, failed, gone).', labelNames: ['outcome'] as const, registers });
+  // By client: which clients still use a rotated secret (only those that do get a series).
+  const previousSecret = new Counter({
+    name: 'oauth_client_previous_secret_uses_total', help: 'Client authentications with the previous secret, in the grace after a rotation, by client_id.', labelNames: ['client_id'] as const, registers,
+  });
 
   // Read on scrape: one indexed aggregate over the pending deliveries (index status, next_attempt_at).
   const outbox = { pending: 0, oldestAgeSeconds: 0, read: undefined as Promise<void> | undefined };
@@ -86,6 +91,7 @@ export function prometheusMetrics({ db, redis }: MetricsSources): Metrics & { re
     },
     tokenIssued: (grantType) => { tokens.inc({ grant_type: GRANT_TYPES.has(grantType) ? grantType : 'other' }); },
     webhookOutcome: (outcome) => { deliveries.inc({ outcome }); },
+    previousSecretUsed: (clientId) => { previousSecret.inc({ client_id: clientId }); },
     countRefusals: (factory) => (name, points, duration, options) => {
       const limiter = factory(name, points, duration, options);
       return {

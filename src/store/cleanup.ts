@@ -3,7 +3,7 @@
  * `oidc_models`, finished webhook deliveries older than {@link DELIVERY_LOG_DAYS} days, the
  * endpoints of deleted clients once they have nothing left to send, and
  * audit rows older than AUDIT_RETENTION_DAYS, so storage does not grow without end. Expired rows already read as absent
- * (postgres-adapter.ts); this only reclaims their space.
+ * (oidc/adapter.ts); this only reclaims their space.
  *
  * Bounded: a pass deletes at most `batchSize` × `batchesPerPass` rows, one short transaction
  * per batch, oldest first (the `expires_at` index). Safe with several instances: a batch

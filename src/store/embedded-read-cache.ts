@@ -1,3 +1,4 @@
+// Kept over lru-cache: the eviction here is one line, and this cache is dropped whole on every write, which lru-cache's clear() does in time proportional to its capacity.
 /**
  * An exact read cache for the embedded mode (issue 9, part 4: "One process owns the embedded
  * database (it holds the lock), so an in-process cache is exact there").

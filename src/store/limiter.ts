@@ -7,19 +7,17 @@
  * points and window) that counts while Redis cannot. Limits stay enforced, per instance, never
  * lifted; when Redis answers again its counters are used again. A dead Redis fails fast (the
  * client has no offline queue; the limiter does not even try while the connection is not
- * ready). A Redis that stops answering is waited on once (issue 10: "a request never waits on
- * a store longer than its timeout plus a small margin"): every call goes through the Redis
- * breaker (`storeGuard`, store-failure.ts; the app passes the one its sessions use, which bounds
- * each call at REDIS_COMMAND_TIMEOUT_MS), so once a command has timed out counters go straight
- * to memory until Redis answers a probe again.
+ * ready). A Redis that stops answering is waited on once (a request never waits on a store
+ * longer than its timeout plus a small margin): every call goes through the Redis breaker
+ * (`storeGuard`, store-failure.ts; the app passes the one its sessions use, which bounds each
+ * call at REDIS_COMMAND_TIMEOUT_MS), so once a command has timed out counters go straight to
+ * memory until Redis answers a probe again ({@link insured}).
  *
  * @example const limiter = createLimiterFactory({ redis, keyPrefix: 'oauth:rl:', guard: storeGuard('redis', HUNG_PAUSE_MS, 1000) }); const perIp = limiter('token-address', 5, 60);
  * @see https://github.com/animir/node-rate-limiter-flexible/wiki/Insurance-Strategy
  */
 import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import { insured } from './insured-limiter.js';
-import type { Engine } from './insured-limiter.js';
 import type { StoreGuard } from './store-failure.js';
 
 /** Whole seconds until `ms` has passed, at least 1: what `Retry-After` says (RFC 9110 §10.2.3). */
@@ -103,6 +101,35 @@ function heldRefusals(points: number) {
       until.delete(key);
       return undefined;
     },
+  };
+}
+
+/** What a limiter does with a store: rate-limiter-flexible's calls, as used here. */
+interface Engine {
+  consume(key: string): Promise<RateLimiterRes>;
+  reward(key: string): Promise<RateLimiterRes>;
+  block(key: string, seconds: number): Promise<RateLimiterRes>;
+  delete(key: string): Promise<boolean>;
+}
+
+/**
+ * Redis through its breaker, the insurance limiter whenever Redis does not answer (down, hung,
+ * refused, or the breaker open after a timeout). A refusal is Redis answering: it stands.
+ */
+function insured(redis: Engine, insurance: Engine, guard: StoreGuard): Engine {
+  async function either<T>(fromRedis: () => Promise<T>, fromMemory: () => Promise<T>): Promise<T> {
+    try {
+      return await guard(fromRedis);
+    } catch (error) {
+      if (error instanceof RateLimiterRes) throw error;
+      return fromMemory();
+    }
+  }
+  return {
+    consume: (key) => either(() => redis.consume(key), () => insurance.consume(key)),
+    reward: (key) => either(() => redis.reward(key), () => insurance.reward(key)),
+    block: (key, seconds) => either(() => redis.block(key, seconds), () => insurance.block(key, seconds)),
+    delete: (key) => either(() => redis.delete(key), () => insurance.delete(key)),
   };
 }
 

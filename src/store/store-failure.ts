@@ -1,3 +1,4 @@
+// Kept over opossum: its error-rate breaker needs a filter that reads its own state to open on a timeout only, adds event and stats work to every store call, and needs Node 22 after 9.x.
 /**
  * Tells a store failure (the store is down, hung, refusing or out of connections) from any
  * other error, and turns it into the one error the wire knows, {@link StoreUnavailableError}

@@ -11,10 +11,8 @@ import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { ServiceError } from '../errors.js';
 import { noteClient } from '../http/access-log.js';
-import { isActive } from '../accounts/user-store.js';
+import { isActive } from '../accounts/provider-account.js';
 import type { User } from '../accounts/user-store.js';
-import { userActor } from '../audit/audit-events.js';
-import { requestContext } from '../audit/request-context.js';
 import type { AuthorizedApps } from '../oidc/authorized-apps.js';
 import type { LoginSessions } from '../oidc/login-session.js';
 import { checkCsrf, csrfToken } from './csrf.js';
@@ -22,6 +20,7 @@ import { field } from './form.js';
 import { signIn } from './sign-in.js';
 import type { SignInDependencies } from './sign-in.js';
 import type { Views } from './views.js';
+import { requestContext, userActor } from '../audit/audit-log.js';
 
 export const APPLICATIONS_PATH = '/api/applications.php';
 

@@ -10,8 +10,6 @@ import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { ServiceError } from '../errors.js';
 import { noteClient } from '../http/access-log.js';
-import { ANONYMOUS } from '../audit/audit-events.js';
-import { requestContext } from '../audit/request-context.js';
 import type { ClientStore } from '../clients/client-store.js';
 import { ClientInputError } from '../clients/client-store.js';
 import { isDynamicRegistration } from '../clients/dynamic-registration.js';
@@ -19,6 +17,7 @@ import { REGISTRATION_PATH } from '../oidc/routes.js';
 import { checkCsrf, csrfToken } from './csrf.js';
 import { field } from './form.js';
 import type { Views } from './views.js';
+import { ANONYMOUS, requestContext } from '../audit/audit-log.js';
 
 export const REGISTER_PATH = REGISTRATION_PATH;
 

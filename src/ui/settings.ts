@@ -1,6 +1,7 @@
 /**
  * `/api/settings.php`: the application settings page. A client signs in with its client_id
- * and client_secret, then changes its name and redirect URI, rotates its secret, manages its
+ * and client_secret, then changes its name and redirect URI, rotates its secret (the old one
+ * working for the grace chosen, which can be ended early), manages its
  * webhook endpoints, reads their recent deliveries and sends test events. Every form is
  * CSRF-protected and posts to this path with `?action=…` (and `&id=ep_…` for one endpoint);
  * plain changes redirect back (303), and a new secret is shown on the response itself, once.
@@ -10,9 +11,9 @@ import type { Context, Middleware } from 'koa';
 import { ServiceError } from '../errors.js';
 import { noteClient } from '../http/access-log.js';
 import type { Client } from '../generated/prisma/client.js';
-import { clientActor } from '../audit/audit-events.js';
-import { requestContext } from '../audit/request-context.js';
-import { authenticateClient } from '../clients/client-auth.js';
+import { authenticateClient } from '../clients/credentials.js';
+import type { SecretCheck } from '../clients/credentials.js';
+import { previousSecretWorks } from '../clients/client-settings.js';
 import type { ClientSettings } from '../clients/client-settings.js';
 import { ClientInputError } from '../clients/client-store.js';
 import { EVENT_CATALOGUE, EVENT_TYPES } from '../webhooks/events.js';
@@ -20,11 +21,15 @@ import type { WebhookService } from '../webhooks/webhook-service.js';
 import { WebhookInputError } from '../webhooks/webhook-service.js';
 import { checkCsrf, csrfToken } from './csrf.js';
 import { field } from './form.js';
+import { graceChoices, graceField } from './grace-field.js';
 import { endSettingsSession, readSettingsSession, SETTINGS_PATH, startSettingsSession } from './settings-session.js';
 import type { Views } from './views.js';
+import { clientActor, requestContext } from '../audit/audit-log.js';
 
 export interface SettingsDependencies {
   findClient: (clientId: string) => Promise<Client | null>;
+  /** The client secret check (clients/secret-check.ts): the same everywhere a client authenticates. */
+  checkSecret: SecretCheck;
   settings: ClientSettings;
   webhooks: WebhookService;
   views: Views;
@@ -41,9 +46,13 @@ const NOTICES: Record<string, string> = {
   enabled: 'Webhook endpoint enabled.',
   disabled: 'Webhook endpoint disabled; its pending deliveries were cancelled.',
   test_sent: 'Test event queued; it appears under Recent deliveries.',
+  previous_ended: 'The previous client secret no longer works.',
+  no_previous: 'There was no previous client secret still working.',
 };
 
-type Extra = { error?: string; notice?: string; newClientSecret?: string; newWebhook?: { url: string; secret: string }; form?: Record<string, unknown> };
+/** A new webhook signing secret to show once; `previousUntil`: a rotation's, when the old secret stops signing (null: at once). */
+type NewWebhook = { url: string; secret: string; previousUntil?: string | null };
+type Extra = { error?: string; notice?: string; newClientSecret?: string; newWebhook?: NewWebhook; form?: Record<string, unknown> };
 
 export function settingsRoutes(deps: SettingsDependencies): Router {
   const { views, webhooks, clock } = deps;
@@ -61,6 +70,9 @@ export function settingsRoutes(deps: SettingsDependencies): Router {
       wide: true,
       csrf: csrfToken(ctx),
       client,
+      previousSecret: { works: previousSecretWorks(client, clock()), until: client.previousSecretExpiresAt?.toISOString() ?? null },
+      graceChoices: graceChoices(deps.settings.defaultGraceMs),
+      now: clock(),
       endpoints: await webhooks.store.list(client.clientId),
       deliveries: await webhooks.deliveries(client.clientId, undefined, 20),
       eventTypes: EVENT_TYPES.map((type) => ({ type, id: `event_${type.replace('.', '_')}`, when: EVENT_CATALOGUE[type].when })),
@@ -92,7 +104,7 @@ export function settingsRoutes(deps: SettingsDependencies): Router {
 
     if (action === 'sign_in') {
       const clientId = field(ctx, 'client_id').trim();
-      const client = await authenticateClient(deps.findClient, clientId, field(ctx, 'client_secret'));
+      const client = await authenticateClient(deps.findClient, deps.checkSecret, { clientId, clientSecret: field(ctx, 'client_secret'), requestId: ctx.state.requestId as string | undefined });
       if (!client) return signInPage(ctx, { clientId, error: 'Unknown client_id or wrong client_secret.' }, 401);
       noteClient(ctx, client.clientId);
       startSettingsSession(ctx, client, clock());
@@ -118,14 +130,26 @@ export function settingsRoutes(deps: SettingsDependencies): Router {
           return back(changed.length ? 'saved' : 'unchanged');
         }
         case 'rotate_secret': {
-          const rotated = await deps.settings.rotateSecret(client.clientId, context);
+          const graceMs = graceField(ctx, deps.settings.defaultGraceMs);
+          const rotated = await deps.settings.rotateSecret(client.clientId, context, { graceMs });
           startSettingsSession(ctx, rotated.client, clock()); // this browser stays signed in; others end
           return await settingsPage(ctx, rotated.client, { newClientSecret: rotated.clientSecret });
+        }
+        case 'end_previous_secret': {
+          const { ended } = await deps.settings.endPreviousSecret(client.clientId, context);
+          return back(ended ? 'previous_ended' : 'no_previous');
         }
         case 'add_webhook': {
           const events = eventsField(ctx);
           const { endpoint, secret } = await webhooks.addEndpoint(client.clientId, { url: field(ctx, 'url'), events }, context);
           return await settingsPage(ctx, client, { newWebhook: { url: endpoint.url, secret } }, 201);
+        }
+        case 'rotate_webhook_secret': {
+          const rotated = await webhooks.rotateSecret(client.clientId, id, { graceMs: graceField(ctx, deps.settings.defaultGraceMs) }, context);
+          if (!rotated) throw new ServiceError('not_found', 'This application has no webhook endpoint with that id.');
+          const { endpoint } = rotated;
+          const previousUntil = endpoint.previousSecret ? endpoint.previousSecretExpiresAt!.toISOString() : null;
+          return await settingsPage(ctx, client, { newWebhook: { url: endpoint.url, secret: rotated.secret, previousUntil } });
         }
         case 'delete_webhook':
           if (!await webhooks.removeEndpoint(client.clientId, id, context)) throw new ServiceError('not_found', 'This application has no webhook endpoint with that id.');

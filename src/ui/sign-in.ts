@@ -10,10 +10,9 @@
 import type { Context } from 'koa';
 import type { LoginGuard } from '../accounts/login-guard.js';
 import type { LoginCheck, User, UserStore } from '../accounts/user-store.js';
-import { ANONYMOUS, userActor } from '../audit/audit-events.js';
+import { ANONYMOUS, requestContext, userActor } from '../audit/audit-log.js';
 import type { AuditLog } from '../audit/audit-log.js';
-import { requestContext } from '../audit/request-context.js';
-import { clientAddress } from '../http/client-address.js';
+import { clientAddress } from '../http/rate-limit.js';
 
 const WRONG_CREDENTIALS = 'Incorrect username or password.';
 

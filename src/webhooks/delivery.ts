@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import type { Claimed, Outbox, Outcome } from './outbox.js';
 import { retryDelayMs } from './retry-schedule.js';
 import type { AttemptResult } from './send.js';
-import { signedHeaders } from './signing.js';
+import { signedHeaders, signingSecrets } from './signing.js';
 import type { NetworkPolicy } from './ssrf-guard.js';
 
 export interface DeliveryWorker {
@@ -131,7 +131,8 @@ export function createDeliveryWorker(deps: WorkerDependencies): DeliveryWorker {
 
   async function attempt(message: Claimed, signal: AbortSignal) {
     const body = eventBody(message.payload);
-    const headers = signedHeaders(message.secret, message.id, clock(), body);
+    const at = clock();
+    const headers = signedHeaders(signingSecrets(message, at), message.id, at, body);
     const result = await deps.send({ url: message.url, body, headers }, deps.policy, timeoutMs, signal);
     if (stopped) return; // shutting down: the message is released untried, not counted
     const now = clock();

@@ -33,8 +33,8 @@ export const EVENT_CATALOGUE = {
     data: ['client_id', 'client_name', 'redirect_uri', 'changed'],
   },
   'client.secret_rotated': {
-    when: 'the client secret is rotated in the settings (the old secret stops working)',
-    data: ['client_id', 'client_name'],
+    when: 'the client secret is rotated (settings page, clients:rotate-secret); the previous secret works until previous_secret_expires_at',
+    data: ['client_id', 'client_name', 'previous_secret_expires_at'],
   },
   'webhook.test': {
     when: 'a test event is requested for one endpoint (sent to that endpoint whatever it subscribes to)',

@@ -10,9 +10,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Prisma, PrismaClient } from '../generated/prisma/client.js';
-import { WriteBatch } from '../store/write-batch.js';
-import type { Write } from '../store/write-batch.js';
-import type { EventType, WebhookEvent } from './events.js';
+import type { OutboxEvent } from '../store/request-state.js';
+import type { WebhookEvent } from './events.js';
 import { PENDING } from './webhook-store.js';
 
 /** A Prisma client or an open transaction: whatever the caller's change is written with. */
@@ -26,15 +25,7 @@ function newMessageId(): string {
   return `msg_${randomBytes(16).toString('base64url')}`;
 }
 
-/** Endpoints that receive `type` for a client (all enabled subscribers, or one named endpoint). */
-export function recipients(writer: Writer, clientId: string, type: EventType, endpointId?: string) {
-  return writer.webhookEndpoint.findMany({
-    where: endpointId ? { clientId, id: endpointId, enabled: true } : { clientId, enabled: true, events: { has: type } },
-    select: { id: true },
-  });
-}
-
-/** Writes the messages of `event` for `endpointIds`; returns their ids. */
+/** Writes the messages of `event` for `endpointIds` (a test event's one endpoint); returns their ids. */
 export async function enqueue(writer: Writer, event: WebhookEvent, endpointIds: string[], now: Date): Promise<string[]> {
   const rows = endpointIds.map((endpointId) => ({
     id: newMessageId(),
@@ -49,43 +40,18 @@ export async function enqueue(writer: Writer, event: WebhookEvent, endpointIds: 
   return rows.map((row) => row.id);
 }
 
-/** The most endpoints a client may have (webhooks-api.ts refuses an 11th). */
-const MAX_SUBSCRIBERS = 10;
+/** The most endpoints a client may have (the webhooks API refuses an 11th). */
+export const MAX_ENDPOINTS = 10;
 
 /**
- * {@link recipients} and {@link enqueue} in one statement, as a write of a batch
- * (store/write-batch.ts): a message of `event` for each enabled endpoint of `clientId` subscribed
- * to its type (none when nobody subscribes). On the request path it joins the request's one
- * statement, so the messages are written with the tokens they announce, or not at all.
+ * The event as an outbox row of a write statement (store/statements.ts `WRITE`): a message for
+ * each enabled endpoint of `clientId` subscribed to its type, written with the change it
+ * announces or not at all. `accountId` is turned into the payload's `username` by the statement.
  */
-export function subscriberMessages(event: WebhookEvent, clientId: string, now: Date, written?: (messages: number) => void): Write {
-  // Ids are base64url (no commas): one text parameter, split in SQL, fits both drivers.
-  const ids = Array.from({ length: MAX_SUBSCRIBERS }, newMessageId).join(',');
-  return {
-    sql: (p, ok) => {
-      const type = p(event.type);
-      const at = p(now.toISOString());
-      return `INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, payload, next_attempt_at, created_at)
-        SELECT COALESCE((string_to_array(${p(ids)}::text, ','))[row_number() OVER (ORDER BY e.created_at, e.id)], 'msg_' || md5(random()::text || e.id)),
-          e.id, ${p(event.id)}::text, ${type}::text, ${p(JSON.stringify(event))}::jsonb, ${at}::timestamptz, ${at}::timestamptz
-        FROM webhook_endpoints e
-        WHERE e.client_id = ${p(clientId)}::text AND e.enabled AND ${type}::text = ANY (e.events) AND ${ok}
-        RETURNING id`;
-    },
-    ...(written ? { written } : {}),
-  };
-}
-
-/**
- * {@link subscriberMessages} written at once with `writer` (a transaction's, where there is one);
- * answers how many messages were written.
- */
-export async function enqueueForSubscribers(writer: Writer, event: WebhookEvent, clientId: string, now: Date): Promise<number> {
-  const batch = new WriteBatch();
-  batch.write('messages', subscriberMessages(event, clientId, now));
-  const { text, params } = batch.statement();
-  const [row] = await writer.$queryRawUnsafe<{ w0: number }[]>(text, ...params);
-  return Number(row?.w0 ?? 0);
+export function outboxEvent(event: WebhookEvent, clientId: string, accountId: string | undefined, now: Date): OutboxEvent {
+  // Ids are base64url (no commas): one text parameter, split in SQL.
+  const messageIds = Array.from({ length: MAX_ENDPOINTS }, newMessageId).join(',');
+  return { eventId: event.id, type: event.type, payload: JSON.stringify(event), clientId, accountId: accountId ?? null, messageIds, at: now.toISOString() };
 }
 
 /** A message claimed for one attempt. */
@@ -94,6 +60,9 @@ export interface Claimed {
   endpointId: string;
   url: string;
   secret: string;
+  /** A rotated secret that signs beside `secret` until its grace ends (signing.ts). */
+  previousSecret: string | null;
+  previousSecretExpiresAt: Date | null;
   payload: WebhookEvent;
   attempts: number;
 }
@@ -119,7 +88,7 @@ export interface Outbox {
 export function createOutbox(prisma: PrismaClient): Outbox {
   return {
     async claim(owner, limit, now, leaseUntil) {
-      const rows = await prisma.$queryRaw<{ id: string; endpoint_id: string; url: string; secret: string; payload: WebhookEvent; attempts: number }[]>`
+      const rows = await prisma.$queryRaw<{ id: string; endpoint_id: string; url: string; secret: string; previous_secret: string | null; previous_secret_expires_at: Date | null; payload: WebhookEvent; attempts: number }[]>`
         UPDATE webhook_deliveries d
         SET lease_owner = ${owner}, lease_expires_at = ${leaseUntil}
         FROM (
@@ -132,9 +101,10 @@ export function createOutbox(prisma: PrismaClient): Outbox {
           FOR UPDATE OF w SKIP LOCKED
         ) due, webhook_endpoints e
         WHERE d.id = due.id AND e.id = d.endpoint_id
-        RETURNING d.id, d.endpoint_id, e.url, e.secret, d.payload, d.attempts`;
+        RETURNING d.id, d.endpoint_id, e.url, e.secret, e.previous_secret, e.previous_secret_expires_at, d.payload, d.attempts`;
       return rows.map((row) => ({
         id: row.id, endpointId: row.endpoint_id, url: row.url, secret: row.secret, payload: row.payload, attempts: Number(row.attempts),
+        previousSecret: row.previous_secret, previousSecretExpiresAt: row.previous_secret_expires_at,
       }));
     },
 

@@ -4,7 +4,12 @@
  * (HMAC-SHA256 of `id.timestamp.body`). Receivers verify with `new Webhook(secret).verify()`
  * and reject timestamps older than 5 minutes, so every retry is signed afresh.
  *
- * @see https://github.com/standard-webhooks/standard-webhooks/blob/main/spec/standard-webhooks.md
+ * While a rotated secret's grace lasts, an attempt is signed with both: the new secret's
+ * signature first, then the old one's, space-separated. The spec signs "both using the current
+ * key, and using an old key" for zero-downtime rotation, and receivers accept a message when
+ * any signature matches, so one that knows either secret verifies every delivery.
+ *
+ * @see https://github.com/standard-webhooks/standard-webhooks/blob/main/spec/standard-webhooks.md ("Webhook headers")
  */
 import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
@@ -14,11 +19,17 @@ export function generateSigningSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;
 }
 
-/** The three headers of one attempt. */
-export function signedHeaders(secret: string, messageId: string, at: Date, body: string): Record<string, string> {
+/** The secrets that sign an attempt made `at`: the endpoint's, then its previous one while its grace lasts. */
+export function signingSecrets(endpoint: { secret: string; previousSecret: string | null; previousSecretExpiresAt: Date | null }, at: Date): string[] {
+  const { previousSecret, previousSecretExpiresAt: until } = endpoint;
+  return previousSecret && until && at.getTime() < until.getTime() ? [endpoint.secret, previousSecret] : [endpoint.secret];
+}
+
+/** The three headers of one attempt: one signature per secret, in the order given. */
+export function signedHeaders(secrets: string | readonly string[], messageId: string, at: Date, body: string): Record<string, string> {
   return {
     'webhook-id': messageId,
     'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
-    'webhook-signature': new Webhook(secret).sign(messageId, at, body),
+    'webhook-signature': (typeof secrets === 'string' ? [secrets] : secrets).map((secret) => new Webhook(secret).sign(messageId, at, body)).join(' '),
   };
 }

@@ -1,9 +1,10 @@
+// Kept over request-filtering-agent: allowing private networks there allows link-local and metadata too, and its deny list misses their IPv6 spellings (::ffff:169.254.169.254).
 /**
  * Where webhooks may be sent. A webhook URL is chosen by a client but fetched from inside our
  * network, so addresses that reach our own infrastructure are refused: loopback, private,
  * shared (100.64/10) and other non-public ranges unless `WEBHOOK_ALLOW_PRIVATE_NETWORKS=true`;
  * link-local and cloud-metadata addresses always. Each IPv6 spelling that embeds an IPv4
- * address (mapped, compatible, NAT64, 6to4) is judged by that IPv4 address. URLs are checked
+ * address (mapped, SIIT, compatible, NAT64, 6to4) is judged by that IPv4 address. URLs are checked
  * when registered (their DNS answers included) and again at connect time through the
  * socket's `lookup`, so a name that later resolves elsewhere (DNS rebinding) is refused too.
  *
@@ -12,7 +13,8 @@
 import dns from 'node:dns';
 import type { LookupAddress, LookupOptions } from 'node:dns';
 import net from 'node:net';
-import { ipv6Groups } from '../http/ipv6.js';
+import ipaddr from 'ipaddr.js';
+import { parseAddress } from '../http/ip-address.js';
 
 export interface NetworkPolicy {
   /** Only https URLs (production). */
@@ -23,71 +25,61 @@ export interface NetworkPolicy {
 
 export type AddressClass = 'public' | 'private' | 'forbidden';
 
-function rules(entries: [string, number, 'ipv4' | 'ipv6'][]): net.BlockList {
-  const list = new net.BlockList();
-  for (const [address, prefix, family] of entries) list.addSubnet(address, prefix, family);
-  return list;
-}
+const cidr = (range: string) => ipaddr.parseCIDR(range);
 
-/** Never a webhook destination: link-local, cloud metadata, "this network", multicast, reserved. */
-const FORBIDDEN = rules([
-  ['0.0.0.0', 8, 'ipv4'], // "this network"; 0.0.0.0 reaches the local host on Linux
-  ['169.254.0.0', 16, 'ipv4'], // link-local, incl. 169.254.169.254 (AWS, GCP, Azure metadata)
-  ['100.100.100.200', 32, 'ipv4'], // Alibaba Cloud metadata
-  ['224.0.0.0', 4, 'ipv4'], // multicast
-  ['240.0.0.0', 4, 'ipv4'], // reserved, broadcast
-  ['::', 128, 'ipv6'], // unspecified
-  ['fe80::', 10, 'ipv6'], // link-local
-  ['fd00:ec2::254', 128, 'ipv6'], // AWS metadata over IPv6
-  ['ff00::', 8, 'ipv6'], // multicast
-]);
+/** Every range that is not public, matched in order: forbidden before private. */
+const RANGES = {
+  /** Never a webhook destination: link-local, cloud metadata, "this network", multicast, reserved. */
+  forbidden: [
+    cidr('0.0.0.0/8'), // "this network"; 0.0.0.0 reaches the local host on Linux
+    cidr('169.254.0.0/16'), // link-local, incl. 169.254.169.254 (AWS, GCP, Azure metadata)
+    cidr('100.100.100.200/32'), // Alibaba Cloud metadata
+    cidr('224.0.0.0/4'), // multicast
+    cidr('240.0.0.0/4'), // reserved, broadcast
+    cidr('::/128'), // unspecified
+    cidr('fe80::/10'), // link-local
+    cidr('fd00:ec2::254/128'), // AWS metadata over IPv6
+    cidr('ff00::/8'), // multicast
+  ],
+  /** Our own or our neighbours' networks: refused unless private networks are allowed. */
+  private: [
+    cidr('127.0.0.0/8'), // loopback
+    cidr('10.0.0.0/8'),
+    cidr('172.16.0.0/12'),
+    cidr('192.168.0.0/16'),
+    cidr('100.64.0.0/10'), // shared address space (carrier-grade NAT)
+    cidr('192.0.0.0/24'), // IETF protocol assignments
+    cidr('198.18.0.0/15'), // benchmarking
+    cidr('::1/128'), // loopback
+    cidr('fc00::/7'), // unique local
+    cidr('fec0::/10'), // site-local (deprecated)
+  ],
+};
 
-/** Our own or our neighbours' networks: refused unless private networks are allowed. */
-const PRIVATE = rules([
-  ['127.0.0.0', 8, 'ipv4'], // loopback
-  ['10.0.0.0', 8, 'ipv4'],
-  ['172.16.0.0', 12, 'ipv4'],
-  ['192.168.0.0', 16, 'ipv4'],
-  ['100.64.0.0', 10, 'ipv4'], // shared address space (carrier-grade NAT)
-  ['192.0.0.0', 24, 'ipv4'], // IETF protocol assignments
-  ['198.18.0.0', 15, 'ipv4'], // benchmarking
-  ['::1', 128, 'ipv6'], // loopback
-  ['fc00::', 7, 'ipv6'], // unique local
-  ['fec0::', 10, 'ipv6'], // site-local (deprecated)
-]);
-
-/** The 16 bytes of an IPv6 address (`net.isIPv6` already said it is one). */
-function ipv6Bytes(address: string): number[] {
-  return ipv6Groups(address).flatMap((group) => [group >> 8, group & 0xff]);
-}
+/** IPv6 prefixes whose addresses stand for an IPv4 address, and the byte it starts at. */
+const EMBEDDING: [ReturnType<typeof cidr>, number][] = [
+  [cidr('::ffff:0:0/96'), 12], // IPv4-mapped (RFC 4291 §2.5.5.2)
+  [cidr('::ffff:0:0:0/96'), 12], // SIIT (RFC 6145)
+  [cidr('64:ff9b::/96'), 12], // NAT64 well-known prefix (RFC 6052 §2.1)
+  [cidr('2002::/16'), 2], // 6to4 (RFC 3056 §2)
+  [cidr('::/96'), 12], // IPv4-compatible (RFC 4291 §2.5.5.1, deprecated)
+];
+/** `::`, `::1` and their neighbours are IPv6's own, not IPv4-compatible addresses. */
+const LOWEST = cidr('::/120');
 
 /** The IPv4 address an IPv6 address stands for, if it embeds one. */
-function embeddedIpv4(address: string): string | undefined {
-  const b = ipv6Bytes(address);
-  const zero = (from: number, to: number) => b.slice(from, to).every((x) => x === 0);
-  const v4 = (at: number) => b.slice(at, at + 4).join('.');
-  if (zero(0, 10) && b[10] === 0xff && b[11] === 0xff) return v4(12); // ::ffff:a.b.c.d (mapped)
-  if (zero(0, 8) && b[8] === 0xff && b[9] === 0xff && zero(10, 12)) return v4(12); // ::ffff:0:a.b.c.d (SIIT)
-  if (zero(0, 12) && !zero(12, 15)) return v4(12); // ::a.b.c.d (compatible; not :: or ::1)
-  if (b[0] === 0x00 && b[1] === 0x64 && b[2] === 0xff && b[3] === 0x9b && zero(4, 12)) return v4(12); // 64:ff9b::/96 (NAT64)
-  if (b[0] === 0x20 && b[1] === 0x02) return v4(2); // 2002:AABB:CCDD::/16 (6to4)
-  return undefined;
+function embeddedIpv4(ip: ipaddr.IPv6): ipaddr.IPv4 | undefined {
+  if (ip.match(LOWEST)) return undefined;
+  const at = EMBEDDING.find(([prefix]) => ip.match(prefix))?.[1];
+  return at === undefined ? undefined : new ipaddr.IPv4(ip.toByteArray().slice(at, at + 4));
 }
 
-/** How an IP address (either family) is treated. */
+/** How an IP address (either family; brackets and a zone allowed) is treated; anything else is forbidden. */
 export function classifyAddress(address: string): AddressClass {
-  const plain = address.replace(/^\[|\]$/g, '');
-  const family = net.isIP(plain.split('%')[0]!);
-  if (family === 0) return 'forbidden';
-  if (family === 6) {
-    const inner = embeddedIpv4(plain);
-    if (inner) return classifyAddress(inner);
-  }
-  const type = family === 4 ? 'ipv4' : 'ipv6';
-  const bare = plain.split('%')[0]!;
-  if (FORBIDDEN.check(bare, type)) return 'forbidden';
-  if (PRIVATE.check(bare, type)) return 'private';
-  return 'public';
+  const ip = parseAddress(address);
+  if (!ip) return 'forbidden';
+  const judged = ip instanceof ipaddr.IPv6 ? embeddedIpv4(ip) ?? ip : ip;
+  return ipaddr.subnetMatch(judged, RANGES, 'public') as AddressClass;
 }
 
 /** Why `address` may not be contacted under `policy`, or undefined when it may. */

@@ -3,27 +3,35 @@
  * transaction of the change that caused it), manage a client's endpoints, read their
  * delivery log, send a test event. Owns the delivery worker of this process.
  *
- * @example const webhooks = createWebhookService({ prisma, clock: () => new Date(), policy, retryBaseMs, usernameOf, log });
+ * An event's messages are written by the write statement (store/statements.ts `WRITE`): in a
+ * request with the request's other writes, in a change's transaction with that change, or on
+ * their own; the statement finds the subscribed endpoints and the user's name itself.
+ *
+ * @example const webhooks = createWebhookService({ prisma, send, clock: () => new Date(), policy, retryBaseMs, log, audit });
  *          await webhooks.raise('token.issued', { client_id, client_name, account_id, grant_id, scope });
  */
 import type { PrismaClient } from '../generated/prisma/client.js';
-import { clientActor } from '../audit/audit-events.js';
+import { clientActor } from '../audit/audit-log.js';
 import type { AuditContext, AuditLog } from '../audit/audit-log.js';
-import type { Write } from '../store/write-batch.js';
+import { currentState, Writes } from '../store/request-state.js';
+import { writeInTransaction } from '../store/write-sender.js';
+import type { WriteSender } from '../store/write-sender.js';
+import { DEFAULT_GRACE_MS } from '../rotation-grace.js';
 import { createDeliveryWorker } from './delivery.js';
 import type { DeliveryWorker } from './delivery.js';
 import { EVENT_TYPES, isEventType } from './events.js';
 import type { EventData, EventType, WebhookEvent } from './events.js';
-import { createOutbox, enqueue, enqueueForSubscribers, newEventId, recipients, subscriberMessages } from './outbox.js';
+import { createOutbox, enqueue, MAX_ENDPOINTS, newEventId, outboxEvent } from './outbox.js';
 import type { Writer } from './outbox.js';
 import { sendAttempt } from './send.js';
+import { rotateEndpointSecret } from './secret-rotation.js';
 import { generateSigningSecret } from './signing.js';
 import type { NetworkPolicy } from './ssrf-guard.js';
 import { webhookUrlProblem } from './ssrf-guard.js';
 import { createWebhookStore } from './webhook-store.js';
 import type { WebhookDelivery, WebhookEndpoint, WebhookStore } from './webhook-store.js';
 
-/** What a caller knows when raising: `account_id` is turned into `username`, never sent. */
+/** What a caller knows when raising: `account_id` is turned into `username` by the write statement, never sent. */
 export interface RaiseData {
   client_id: string;
   client_name: string;
@@ -39,17 +47,17 @@ export class WebhookInputError extends Error {
   override name = 'WebhookInputError';
 }
 
-/** Endpoints a client may have. */
-export const MAX_ENDPOINTS = 10;
+export { MAX_ENDPOINTS };
 
 export interface WebhookService {
+  /** In a request: joins the request's writes (nothing for a client it read without endpoints); else written at once. */
   readonly raise: Raise;
+  /** Adds the event's messages to `writes`; the worker wakes once they committed with a message. */
+  add(writes: Writes, type: EventType, data: RaiseData): void;
   /**
    * Runs `change` in one transaction with the events it raises; wakes the worker after commit.
-   * Inside it, raise with `username` rather than `account_id`: resolving an account reads outside
-   * the transaction, which waits on it where there is one connection (PGlite). Each client's
-   * subscribers are read once per transaction. `timeoutMs`: how long the transaction may take
-   * (Prisma's default, 5 s, unless given: an operator ending thousands of grants needs more).
+   * `timeoutMs`: how long the transaction may take (Prisma's default, 5 s, unless given: an
+   * operator ending thousands of grants needs more).
    */
   withEvents<T>(change: (tx: Writer, raise: Raise) => Promise<T>, options?: { timeoutMs?: number }): Promise<T>;
   readonly store: WebhookStore;
@@ -58,6 +66,12 @@ export interface WebhookService {
    * (`webhook.endpoint_added`) in the same transaction; `context` defaults to the client acting.
    */
   addEndpoint(clientId: string, input: { url: unknown; events: unknown }, context?: AuditContext): Promise<{ endpoint: WebhookEndpoint; secret: string }>;
+  /**
+   * A new signing secret, returned this once; the old one signs beside it for `graceMs`
+   * (CLIENT_SECRET_ROTATION_GRACE unless given; 0: not at all). Undefined when the client has no
+   * such endpoint. Audited (`webhook.secret_rotated`): secret-rotation.ts.
+   */
+  rotateSecret(clientId: string, endpointId: string, options: { graceMs?: number }, context: AuditContext): Promise<{ endpoint: WebhookEndpoint; secret: string } | undefined>;
   /** Removes an endpoint and its delivery log (`webhook.endpoint_removed`); false when the client has no such endpoint. */
   removeEndpoint(clientId: string, endpointId: string, context?: AuditContext): Promise<boolean>;
   /** Sends `webhook.test` to one endpoint; undefined when the client has no such endpoint. */
@@ -69,25 +83,14 @@ export interface WebhookService {
 
 export interface WebhookDependencies {
   prisma: PrismaClient;
+  /** Sends writes outside a request (store/write-sender.ts). */
+  send: WriteSender;
   clock: () => Date;
   policy: NetworkPolicy;
   retryBaseMs: number;
-  usernameOf: (accountId: string) => Promise<string | undefined>;
   log: (error: unknown) => void;
   /** Where endpoint changes are audited. */
   audit: AuditLog;
-  /**
-   * Whether the client has an enabled endpoint, when the current request already knows (read
-   * with the client, store/hot-reads.ts): none, and raising an event costs nothing; some, and
-   * it costs one statement (recipients and messages at once). Undefined: look them up first.
-   */
-  clientHasWebhooks?: (clientId: string) => boolean | undefined;
-  /**
-   * Adds a write to the current request's one write statement (store/request-memo.ts), so an
-   * event's messages are written with the change they announce, or not at all; false when no
-   * request is running.
-   */
-  joinRequestWrites?: (key: string, write: Write) => boolean;
   /** Longest wait between outbox checks when nothing wakes the worker (default 1 s). */
   pollMs?: number;
   /** One delivery attempt's time limit, and how long a claim on a message lasts (delivery.ts). */
@@ -95,6 +98,8 @@ export interface WebhookDependencies {
   leaseMs?: number;
   /** Told each recorded attempt's outcome (the metrics count them). */
   onOutcome?: (status: 'delivered' | 'gone' | 'failed' | 'pending') => void;
+  /** How long a rotated signing secret goes on signing unless the rotation says (default 24 h). */
+  secretRotationGraceMs?: number;
 }
 
 function validEvents(value: unknown): EventType[] {
@@ -118,55 +123,41 @@ export function createWebhookService(deps: WebhookDependencies): WebhookService 
     ...(deps.leaseMs ? { leaseMs: deps.leaseMs } : {}),
   });
 
-  /** Recipients of `type` for the client, read once per `seen` (one transaction). */
-  type Subscribers = Map<string, Promise<{ id: string }[]>>;
-  function subscribers(writer: Writer, seen: Subscribers, clientId: string, type: EventType) {
-    const key = `${clientId}\0${type}`;
-    if (!seen.has(key)) seen.set(key, recipients(writer, clientId, type));
-    return seen.get(key)!;
+  /** The event as sent, created `now`: `username` if the caller knows it, else the statement adds it. */
+  function eventOf(type: EventType, data: RaiseData, now: Date): WebhookEvent {
+    const { account_id: _accountId, ...rest } = data;
+    return { id: newEventId(), type, created_at: now.toISOString(), data: rest as EventData };
   }
 
-  /** The event as sent, created `now`: an `account_id` is turned into `username`, never sent. */
-  async function eventOf(type: EventType, data: RaiseData, now: Date): Promise<WebhookEvent> {
-    const { account_id: accountId, username: given, ...rest } = data;
-    const username = given ?? (accountId ? await deps.usernameOf(accountId) : undefined);
-    return { id: newEventId(), type, created_at: now.toISOString(), data: { ...rest, ...(username ? { username } : {}) } as EventData };
-  }
-
-  /** Writes the event's messages; answers the event and their ids (none when nobody subscribes). */
-  async function write(writer: Writer, type: EventType, data: RaiseData, endpointId?: string, seen?: Subscribers): Promise<{ event?: WebhookEvent; messages: number; messageIds?: string[] }> {
-    const known = endpointId ? undefined : deps.clientHasWebhooks?.(data.client_id);
-    if (known === false) return { messages: 0 };
-    const endpoints = known ? undefined
-      : await (seen && !endpointId ? subscribers(writer, seen, data.client_id, type) : recipients(writer, data.client_id, type, endpointId));
-    if (endpoints?.length === 0) return { messages: 0 };
+  function add(writes: Writes, type: EventType, data: RaiseData) {
     const now = clock();
-    const event = await eventOf(type, data, now);
-    if (!endpoints) return { event, messages: await enqueueForSubscribers(writer, event, data.client_id, now) };
-    const messageIds = await enqueue(writer, event, endpoints.map((e) => e.id), now);
-    return { event, messages: messageIds.length, messageIds };
+    const event = eventOf(type, data, now);
+    writes.events.push(outboxEvent(event, data.client_id, data.username ? undefined : data.account_id, now));
+    writes.committed.push((announced) => { if (announced.has(event.id)) worker.wake(); });
   }
-
-  const wakeFor = (messages: number) => { if (messages) worker.wake(); };
 
   return {
     store,
+    add,
     async raise(type, data) {
-      if (deps.clientHasWebhooks?.(data.client_id) === false) return;
-      if (deps.joinRequestWrites) {
-        const now = clock();
-        const event = await eventOf(type, data, now);
-        if (deps.joinRequestWrites(`outbox:${event.id}`, subscriberMessages(event, data.client_id, now, wakeFor))) return;
+      const state = currentState();
+      if (state) {
+        if (state.clientHasWebhooks.get(data.client_id) !== false) add(state.writes, type, data);
+        return;
       }
-      wakeFor((await write(prisma, type, data)).messages);
+      const writes = new Writes();
+      add(writes, type, data);
+      await deps.send(writes);
     },
     async withEvents(change, options = {}) {
-      let raised = 0;
-      const seen: Subscribers = new Map();
+      let announced = false;
       const result = await prisma.$transaction(async (tx) => change(tx, async (type, data) => {
-        raised += (await write(tx, type, data, undefined, seen)).messages;
+        const writes = new Writes();
+        add(writes, type, data);
+        const query = <Row>(text: string, params: unknown[]) => tx.$queryRawUnsafe<Row[]>(text, ...params);
+        if ((await writeInTransaction(query, writes)).size > 0) announced = true;
       }), options.timeoutMs === undefined ? undefined : { timeout: options.timeoutMs });
-      if (raised) worker.wake();
+      if (announced) worker.wake();
       return result;
     },
     async addEndpoint(clientId, input, context = { actor: clientActor(clientId) }) {
@@ -186,6 +177,8 @@ export function createWebhookService(deps: WebhookDependencies): WebhookService 
       }));
       return { endpoint, secret };
     },
+    rotateSecret: (clientId, endpointId, { graceMs = deps.secretRotationGraceMs ?? DEFAULT_GRACE_MS }, context) =>
+      rotateEndpointSecret({ prisma, audit: deps.audit, clock }, clientId, endpointId, graceMs, context),
     removeEndpoint(clientId, endpointId, context = { actor: clientActor(clientId) }) {
       return deps.audit.within((write) => prisma.$transaction(async (tx) => {
         const removed = await store.remove(clientId, endpointId, tx);
@@ -197,13 +190,14 @@ export function createWebhookService(deps: WebhookDependencies): WebhookService 
       const endpoint = await store.find(client.clientId, endpointId);
       if (!endpoint) return undefined;
       if (!endpoint.enabled) throw new WebhookInputError('this endpoint is disabled: enable it first');
-      const { event, messageIds = [] } = await write(prisma, 'webhook.test', {
-        client_id: client.clientId, client_name: client.clientName, webhook_id: endpoint.id,
-      }, endpoint.id);
-      // Disabled or deleted between the look-up and the write: as if it had not been found.
-      if (!event || messageIds.length === 0) return undefined;
+      const now = clock();
+      const event = eventOf('webhook.test', { client_id: client.clientId, client_name: client.clientName, webhook_id: endpoint.id }, now);
+      // To this endpoint whatever it subscribes to; disabled or deleted since the look-up: as if not found.
+      const enabled = await prisma.webhookEndpoint.findMany({ where: { clientId: client.clientId, id: endpoint.id, enabled: true }, select: { id: true } });
+      const [messageId] = await enqueue(prisma, event, enabled.map((e) => e.id), now);
+      if (!messageId) return undefined;
       worker.wake();
-      return { eventId: event.id, messageId: messageIds[0]! };
+      return { eventId: event.id, messageId };
     },
     deliveries: (clientId, endpointId, limit = 50) => store.deliveries(clientId, { endpointId, limit }),
     start: () => worker.start(),

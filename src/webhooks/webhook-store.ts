@@ -30,7 +30,11 @@ export interface WebhookStore {
   deliveries(clientId: string, options: { endpointId?: string; limit: number }): Promise<(WebhookDelivery & { endpoint: { url: string } })[]>;
 }
 
-/** An endpoint as the API and the CLI show it (never its signing secret). */
+/**
+ * An endpoint as the API and the CLI show it (never its signing secrets). `previous_secret_expires_at`:
+ * when the secret replaced by the last rotation stops (or stopped) signing deliveries; null when
+ * the secret was never rotated.
+ */
 export function endpointView(endpoint: WebhookEndpoint) {
   return {
     id: endpoint.id,
@@ -39,6 +43,7 @@ export function endpointView(endpoint: WebhookEndpoint) {
     enabled: endpoint.enabled,
     disabled_reason: endpoint.disabledReason,
     created_at: endpoint.createdAt.toISOString(),
+    previous_secret_expires_at: endpoint.previousSecretExpiresAt?.toISOString() ?? null,
   };
 }
 

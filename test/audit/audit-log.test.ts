@@ -6,15 +6,16 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from '@jest/globals';
 import { auditRow, createAuditLog } from '../../src/audit/audit-log.js';
 import type { AuditLog } from '../../src/audit/audit-log.js';
-import { auditedChanges } from '../../src/audit/audited-changes.js';
+import { auditedChanges } from '../../src/webhooks/audited-changes.js';
 import { createClientSettings } from '../../src/clients/client-settings.js';
 import { createClientStore } from '../../src/clients/client-store.js';
-import { hashClientSecret } from '../../src/clients/secret.js';
+import { hashClientSecret } from '../../src/clients/credentials.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { createWebhookService } from '../../src/webhooks/webhook-service.js';
 import type { WebhookService } from '../../src/webhooks/webhook-service.js';
 import { openTestDatabase } from '../helpers/databases.js';
 import type { TestStore } from '../helpers/databases.js';
+import { createWriteSender } from '../../src/store/write-sender.js';
 
 const CONTEXT = { actor: 'operator', address: '192.0.2.7', requestId: 'req-42', detail: { os_user: 'ops' } };
 
@@ -50,8 +51,8 @@ describe('writing (postgres)', () => {
     const logger = createLogger({ level: 'info', destination: { write: (line: string) => { lines.push(JSON.parse(line) as Record<string, unknown>); } } });
     audit = createAuditLog({ prisma: store.db.prisma, logger });
     webhooks = createWebhookService({
-      prisma: store.db.prisma, clock: () => new Date(), policy: { httpsOnly: false, allowPrivate: true }, retryBaseMs: 1000,
-      usernameOf: async () => undefined, log: (error) => { throw error; }, audit,
+      prisma: store.db.prisma, send: createWriteSender(store.db.sql, { byTurn: false }), clock: () => new Date(), policy: { httpsOnly: false, allowPrivate: true }, retryBaseMs: 1000,
+      log: (error) => { throw error; }, audit,
     });
   });
   afterAll(async () => { await store?.close(); });

@@ -9,7 +9,7 @@
  * same for the administration CLI's commands that handle passwords and client secrets.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { auditedChanges } from '../../src/audit/audited-changes.js';
+import { auditedChanges } from '../../src/webhooks/audited-changes.js';
 import { createAuditLog } from '../../src/audit/audit-log.js';
 import { createClientSettings } from '../../src/clients/client-settings.js';
 import { createLogger } from '../../src/ops/logger.js';

@@ -1,13 +1,14 @@
 /**
  * `clients:*` run as operators run them (DATABASE_URL) while the service runs. Deleting a client
  * ends its tokens at once; its webhook endpoints still deliver the `token.revoked` of each ended
- * grant (and what they had pending), then go; a rotated secret is printed once and the old one stops working; a redirect URI is
- * checked as at registration. Every change is audited as the operator.
+ * grant (and what they had pending), then go; a rotated secret is printed once and the old one works for the grace
+ * (CLIENT_SECRET_ROTATION_GRACE or --grace; 0: not at all), or until ended early; a redirect URI is checked as at
+ * registration. Every change is audited as the operator; a bad value changes nothing.
  */
 import { beforeAll, describe, expect, test } from '@jest/globals';
 import { Browser } from '../helpers/browser.js';
 import type { TestClient } from '../helpers/browser.js';
-import { auditLines, expectCleanFailure, expectSuccess, serviceWithCli } from '../helpers/cli.js';
+import { auditLines, expectCleanFailure, expectSuccess, runCli, serviceWithCli } from '../helpers/cli.js';
 import type { ServiceWithCli } from '../helpers/cli.js';
 import { createUser, expectErrorResponse, obtainTokens, registerClient, tokenRequest, userinfo } from '../helpers/fixtures.js';
 import { webhooksApi } from '../helpers/receiver.js';
@@ -42,21 +43,90 @@ test('clients:list and clients:show, as text and as JSON', async () => {
   expect(expectSuccess(await cli(['clients:show', client.client_id])).stdout).toMatch(/^authorized by\s+2 users$/m);
 });
 
-test('clients:rotate-secret: the new secret once; the old one stops working at once', async () => {
-  const client = await registerClient(t);
-  const user = await createUser(t);
-  const run = expectSuccess(await cli(['clients:rotate-secret', client.client_id]));
-  const secret = run.stdout.trim().split('\n').at(-1)!;
-  expect(secret).toMatch(/^[\w-]{43}$/);
-  const code = (await new Browser(t.baseUrl).authorize(client, user)).searchParams.get('code')!;
-  expectErrorResponse(await tokenRequest(t, { code, client_id: client.client_id, client_secret: client.client_secret }), 401, 'invalid_client');
-  expect((await tokenRequest(t, { code, client_id: client.client_id, client_secret: secret })).status).toBe(200);
+/** Each test runs several CLI processes (a few seconds each on a loaded machine). */
+const CLI_TEST_TIMEOUT = 120_000;
 
-  const again = JSON.parse(expectSuccess(await cli(['clients:rotate-secret', client.client_id, '--json'])).stdout) as Record<string, string>;
-  expect(again).toEqual({ client_id: client.client_id, client_secret: expect.stringMatching(/^[\w-]{43}$/) });
-  const rows = await operatorRows(client.client_id);
-  expect(rows.map((row) => row.event)).toEqual(['client.secret_rotated', 'client.secret_rotated']);
-  expect(JSON.stringify(rows.map((row) => row.detail)) + run.stderr).not.toContain(secret);
+describe('clients:rotate-secret and clients:end-previous-secret', () => {
+  const exchange = async (client: TestClient, secret: string) => {
+    const code = (await new Browser(t.baseUrl).authorize(client, user)).searchParams.get('code')!;
+    return tokenRequest(t, { code, client_id: client.client_id, client_secret: secret });
+  };
+  const stored = (clientId: string) => t.app.db.prisma.client.findUniqueOrThrow({ where: { clientId } });
+  let user: Awaited<ReturnType<typeof createUser>>;
+  beforeAll(async () => { user = await createUser(t); });
+
+  test('the new secret once (the last line); the old one works for CLIENT_SECRET_ROTATION_GRACE (24h unless set), as clients:show says; ended early on demand', async () => {
+    const client = await registerClient(t);
+    const before = Date.now();
+    const run = expectSuccess(await cli(['clients:rotate-secret', client.client_id]));
+    const secret = run.stdout.trim().split('\n').at(-1)!;
+    expect(secret).toMatch(/^[\w-]{43}$/);
+    const until = /the previous one works until (\S+)\. Shown this once:$/m.exec(run.stdout)?.[1];
+    expect(Date.parse(until!) - before).toBeGreaterThanOrEqual(24 * 3_600_000);
+    expect(Date.parse(until!) - Date.now()).toBeLessThanOrEqual(24 * 3_600_000 + 1000);
+    expect((await exchange(client, client.client_secret)).status).toBe(200);
+    expect((await exchange(client, secret)).status).toBe(200);
+
+    const shown = JSON.parse(expectSuccess(await cli(['clients:show', client.client_id, '--json'])).stdout) as Record<string, unknown>;
+    expect(shown).toMatchObject({ previous_secret_expires_at: until, previous_secret_works: true });
+    expect(expectSuccess(await cli(['clients:show', client.client_id])).stdout).toMatch(new RegExp(`^previous secret\\s+works until ${until}$`, 'm'));
+
+    const ended = expectSuccess(await cli(['clients:end-previous-secret', client.client_id]));
+    expect(ended.stdout.trim()).toBe(`the previous client_secret of "Test App" (${client.client_id}) no longer works`);
+    expectErrorResponse(await exchange(client, client.client_secret), 401, 'invalid_client');
+    expect((await exchange(client, secret)).status).toBe(200);
+    expect(expectSuccess(await cli(['clients:show', client.client_id])).stdout).toMatch(/^previous secret\s+stopped working at \S+$/m);
+    expect(expectSuccess(await cli(['clients:end-previous-secret', client.client_id])).stdout).toMatch('has no previous client_secret that still works: nothing to end');
+
+    const rows = await operatorRows(client.client_id);
+    expect(rows.map((row) => [row.event, row.detail])).toEqual([
+      ['client.secret_rotated', expect.objectContaining({ client_name: 'Test App', grace: '1d', previous_secret_expires_at: until })],
+      ['client.previous_secret_ended', expect.objectContaining({ client_name: 'Test App', was_to_expire_at: until })],
+    ]);
+    expect(JSON.stringify(rows.map((row) => row.detail)) + run.stderr).not.toContain(secret);
+  }, CLI_TEST_TIMEOUT);
+
+  test('--grace 0 refuses the old secret at once; --grace 5s keeps it 5 seconds; the variable sets the default; --json', async () => {
+    const client = await registerClient(t);
+    const zero = JSON.parse(expectSuccess(await cli(['clients:rotate-secret', client.client_id, '--grace', '0', '--json'])).stdout) as Record<string, string>;
+    expect(zero).toEqual({ client_id: client.client_id, client_secret: expect.stringMatching(/^[\w-]{43}$/), previous_secret_expires_at: expect.any(String) });
+    expectErrorResponse(await exchange(client, client.client_secret), 401, 'invalid_client');
+    expect((await exchange(client, zero.client_secret!)).status).toBe(200);
+
+    const code = (await new Browser(t.baseUrl).authorize(client, user)).searchParams.get('code')!; // taken first: in the grace, one request
+    const short = JSON.parse(expectSuccess(await cli(['clients:rotate-secret', client.client_id, '--grace=5s', '--json'])).stdout) as Record<string, string>;
+    const until = Date.parse(short.previous_secret_expires_at!);
+    expect((await tokenRequest(t, { code, client_id: client.client_id, client_secret: zero.client_secret! })).status).toBe(200); // the previous one, in its grace
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, until - Date.now()) + 50));
+    expectErrorResponse(await exchange(client, zero.client_secret!), 401, 'invalid_client');
+    expect((await exchange(client, short.client_secret!)).status).toBe(200);
+
+    const env = { DATABASE_URL: t.env.DATABASE_URL!, DATA_DIR: t.env.DATA_DIR! };
+    const before = Date.now();
+    const configured = JSON.parse(expectSuccess(await runCli(['clients:rotate-secret', client.client_id, '--json'], { ...env, CLIENT_SECRET_ROTATION_GRACE: '90m' })).stdout) as Record<string, string>;
+    expect(Date.parse(configured.previous_secret_expires_at!) - before).toBeGreaterThanOrEqual(90 * 60_000);
+    expect(Date.parse(configured.previous_secret_expires_at!) - Date.now()).toBeLessThanOrEqual(90 * 60_000 + 1000);
+    expect((await operatorRows(client.client_id)).map((row) => (row.detail as Record<string, unknown>).grace)).toEqual(['0', '5s', '90m']);
+  }, CLI_TEST_TIMEOUT);
+
+  test('a grace that is not a duration, a missing value, a bad variable, a deleted client: clean failures, nothing changed', async () => {
+    const client = await registerClient(t);
+    const unchanged = await stored(client.client_id);
+    expectCleanFailure(await cli(['clients:rotate-secret', client.client_id, '--grace', 'forever']), 'clients:rotate-secret: --grace must be a duration such as 0, 30s, 15m, 1h or 7d (at most 30d), got "forever"', 1);
+    expectCleanFailure(await cli(['clients:rotate-secret', client.client_id, '--grace', '15']), /--grace must be a duration/, 1);
+    expectCleanFailure(await cli(['clients:rotate-secret', client.client_id, '--grace']), /--grace needs a value/, 2);
+    const env = { DATABASE_URL: t.env.DATABASE_URL!, DATA_DIR: t.env.DATA_DIR! };
+    expectCleanFailure(await runCli(['clients:rotate-secret', client.client_id], { ...env, CLIENT_SECRET_ROTATION_GRACE: 'a day' }), /CLIENT_SECRET_ROTATION_GRACE: must be a duration/, 1);
+    expect(await stored(client.client_id)).toEqual(unchanged);
+    expect(await operatorRows(client.client_id)).toEqual([]);
+    expect((await exchange(client, client.client_secret)).status).toBe(200);
+
+    expectSuccess(await cli(['clients:delete', client.client_id]));
+    expectCleanFailure(await cli(['clients:rotate-secret', client.client_id, '--grace', '1h']), `no client "${client.client_id}" (name a client by its client_id)`, 1);
+    expectCleanFailure(await cli(['clients:end-previous-secret', client.client_id]), `no client "${client.client_id}"`, 1);
+    expectCleanFailure(await cli(['clients:end-previous-secret']), /missing <client_id>/, 2);
+    expect((await operatorRows(client.client_id)).map((row) => row.event)).toEqual(['token.revoked', 'client.deleted']); // the deletion's alone
+  }, CLI_TEST_TIMEOUT);
 });
 
 test('clients:set-redirect-uri: checked as at registration; the authorization endpoint takes the new one at once', async () => {

@@ -1,8 +1,8 @@
 /**
  * The administration CLI on the embedded database (no DATABASE_URL): the service is stopped, the
  * CLI works on its DATA_DIR, and the service started again sees every change: a disabled user
- * cannot log in and their token is dead, a new user can, a rotated secret is the only one that
- * works, and the audit trail holds the operator's rows.
+ * cannot log in and their token is dead, a new user can, a secret rotated with no grace is the
+ * only one that works, and the audit trail holds the operator's rows.
  */
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import { Browser } from '../helpers/browser.js';
@@ -35,7 +35,7 @@ test('while the service holds DATA_DIR the CLI refuses plainly; stopped, the CLI
   expect(JSON.parse(expectSuccess(await cli(['users:list', '--json'])).stdout)).toEqual([expect.objectContaining({ username: alice.username, disabled_at: null })]);
   expect(expectSuccess(await cli(['users:disable', alice.username])).stdout).toMatch(/^disabled user .*; ended 1 grant/);
   expectSuccess(await cli(['user:create', '--username', 'bob', '--email', 'bob@example.com', '--full-name', 'Bob', '--password-stdin'], 'bob password 123\n'));
-  const rotated = JSON.parse(expectSuccess(await cli(['clients:rotate-secret', client.client_id, '--json'])).stdout) as { client_secret: string };
+  const rotated = JSON.parse(expectSuccess(await cli(['clients:rotate-secret', client.client_id, '--grace', '0', '--json'])).stdout) as { client_secret: string };
   const trail = JSON.parse(expectSuccess(await cli(['audit:list', '--json', '--limit', '4'])).stdout) as { event: string; actor: string }[];
   expect(trail.map((entry) => [entry.event, entry.actor])).toEqual([
     ['client.secret_rotated', 'operator'], ['user.created', 'operator'], ['user.disabled', 'operator'], ['token.revoked', 'operator'],

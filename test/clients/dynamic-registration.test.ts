@@ -6,7 +6,7 @@
  * is required as a Bearer token.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { hashClientSecret } from '../../src/clients/secret.js';
+import { hashClientSecret } from '../../src/clients/credentials.js';
 import { startTestApp } from '../helpers/test-app.js';
 import type { TestApp } from '../helpers/test-app.js';
 

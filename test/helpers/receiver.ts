@@ -95,6 +95,16 @@ export function verify(hit: Hit, secret: string): unknown {
   });
 }
 
+/** Whether a receiver that knows only `secret` accepts the hit (its signature and timestamp verify). */
+export function verifies(hit: Hit, secret: string): boolean {
+  try {
+    verify(hit, secret);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** POST/GET/DELETE /api/webhooks.php with the client's Basic credentials. */
 export async function webhooksApi(baseUrl: string, client: { client_id: string; client_secret: string }, init: { method?: string; query?: Record<string, string>; json?: unknown; headers?: Record<string, string> } = {}) {
   const url = new URL('/api/webhooks.php', baseUrl);

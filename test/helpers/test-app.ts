@@ -13,7 +13,7 @@ import type { App, Logger } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import type { Logger as OpsLogger } from '../../src/ops/logger.js';
 import type { Config } from '../../src/config.js';
-import { createTestDatabase, deleteRedisKeys, dropDatabase, REDIS_URL, tempDataDir, testRedisPrefix } from './services.js';
+import { createTestDatabase, deleteRedisKeys, dropDatabase, freePort, REDIS_URL, tempDataDir, testRedisPrefix } from './services.js';
 
 export type Mode = 'postgres' | 'embedded';
 
@@ -91,4 +91,14 @@ export async function startTestApp(options: StartOptions = {}): Promise<TestApp>
       fs.rmSync(config.dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A second instance on `a`'s data (its PostgreSQL and Redis): same BASE_URL, as behind one load
+ * balancer, its own port. Closing it leaves the data to `a`.
+ */
+export async function secondInstance(a: TestApp, env: Record<string, string> = {}): Promise<TestApp> {
+  const port = await freePort();
+  const b = await startTestApp({ reuse: { ...a.env, PORT: String(port), ...env } });
+  return { ...b, baseUrl: `http://localhost:${port}`, close: () => b.close({ keepData: true }) };
 }

@@ -1,6 +1,6 @@
 /** The address key of the rate limits and the login guard: IPv4 as is, IPv6 by its /64. */
 import { describe, expect, test } from '@jest/globals';
-import { addressKey } from '../../src/http/client-address.js';
+import { addressKey } from '../../src/http/rate-limit.js';
 
 describe('addressKey', () => {
   test.each([

@@ -10,11 +10,11 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { errors } from 'oidc-provider';
 import type { Adapter, AdapterFor, AdapterPayload } from '../../src/oidc/adapter.js';
 import { memoryAdapters } from '../../src/oidc/memory-adapter.js';
-import { postgresAdapters } from '../../src/oidc/postgres-adapter.js';
 import { redisAdapters } from '../../src/oidc/redis-adapter.js';
 import { connectRedis } from '../../src/store/redis.js';
-import { withRequestMemo } from '../../src/store/request-memo.js';
+import { withRequestState } from '../../src/store/request-state.js';
 import { openTestDatabase } from '../helpers/databases.js';
+import { requestPath } from '../helpers/request-path.js';
 import { deleteRedisKeys, REDIS_URL, testRedisPrefix } from '../helpers/services.js';
 
 interface Subject {
@@ -203,7 +203,7 @@ function adapterContract(factory: Factory) {
 
 const postgres = (kind: 'postgres' | 'embedded'): Factory => async () => {
   const store = await openTestDatabase(kind, { migrated: true });
-  return { adapters: postgresAdapters(store.db), close: () => store.close() };
+  return { adapters: requestPath(store.db).adapters, close: () => store.close() };
 };
 
 const redis: Factory = async () => {
@@ -254,7 +254,7 @@ describe('adapter on Redis: destroy', () => {
   test('in a request: what a look-up by uid found is destroyed with its indexes, from what the request read', () => withSessions(async (sessions, client, prefix) => {
     const stored = payload('Session', { uid: `uid-${randomUUID()}`, userCode: `code-${randomUUID()}` });
     await sessions.upsert(stored.jti!, stored, 60);
-    await withRequestMemo(async () => {
+    await withRequestState(async () => {}, async () => {
       expect(await sessions.findByUid(stored.uid!)).toEqual(stored);
       expect(await sessions.find(stored.jti!)).toEqual(stored);
       await sessions.destroy(stored.jti!);

@@ -177,7 +177,7 @@ describe("a provider event's failed work", () => {
       const form = { code: await obtainCode(t.baseUrl, client, user), client_id: client.client_id, client_secret: client.client_secret };
       expect((await tokenRequest(t, form)).status).toBe(200);
       // With the audit table gone, the replay's token.reuse_detected row (written after the
-      // provider revoked the grant, oidc/event-work.ts) fails; the answer stands.
+      // provider revoked the grant, oidc/provider-events.ts) fails; the answer stands.
       await t.app.db.prisma.$executeRawUnsafe('ALTER TABLE audit_events RENAME TO audit_events_away');
       try {
         expect((await tokenRequest(t, form, { 'x-request-id': 'replayed-code-1' })).status).toBe(400);

@@ -1,15 +1,15 @@
 /**
- * Prometheus metrics (issue 11 "Operable in production"): `/metrics` on METRICS_PORT only, in
- * the text exposition format, with counters that move when flows run. Every scrape is parsed by
- * the reference parser, the Prometheus project's Python client (test/helpers/prometheus-text.ts),
- * and the values asserted are the ones it read.
+ * Prometheus metrics: `/metrics` on METRICS_PORT only, in the text exposition format, with
+ * counters that move when flows run. Every scrape is parsed by the reference parser, the
+ * Prometheus project's Python client (test/helpers/prometheus-text.ts), and the values asserted
+ * are the ones it read; those tests skip without it (outside CI).
  */
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { Browser, obtainCode } from '../helpers/browser.js';
 import { createUser, registerClient, tokenRequest } from '../helpers/fixtures.js';
-import { parsePrometheusText, sampleValue } from '../helpers/prometheus-text.js';
+import { describeWithParser, parsePrometheusText, sampleValue } from '../helpers/prometheus-text.js';
 import type { Family } from '../helpers/prometheus-text.js';
 import { startReceiver, webhooksApi } from '../helpers/receiver.js';
 import type { Receiver } from '../helpers/receiver.js';
@@ -45,7 +45,7 @@ async function scrapeOnceDelivered(t: TestApp, outcome: string): Promise<Map<str
   return families;
 }
 
-describe('GET /metrics on METRICS_PORT', () => {
+describeWithParser('GET /metrics on METRICS_PORT', () => {
   let t: TestApp;
   let receiver: Receiver;
   const scrape = () => scrapeOf(t);
@@ -104,7 +104,7 @@ describe('GET /metrics on METRICS_PORT', () => {
   });
 });
 
-describe('GET /metrics: a blocked login, and a delivery waiting for its retry', () => {
+describeWithParser('GET /metrics: a blocked login, and a delivery waiting for its retry', () => {
   let t: TestApp;
   let receiver: Receiver;
   beforeAll(async () => {
@@ -149,6 +149,30 @@ describe('GET /metrics: a blocked login, and a delivery waiting for its retry', 
   });
 });
 
+describe('oauth_tokens_issued_total counts a token response only once its writes committed', () => {
+  let t: TestApp;
+  beforeAll(async () => { t = await startTestApp({ env: { METRICS_PORT: '0' } }); });
+  afterAll(async () => { await t?.close(); });
+
+  /** The counter's value for authorization_code, read from the app's registry. */
+  const issued = async () => {
+    const metric = await t.app.metrics.registry!.getSingleMetric('oauth_tokens_issued_total')!.get();
+    return metric.values.find((v) => v.labels.grant_type === 'authorization_code')?.value ?? 0;
+  };
+
+  test('5 redemptions of one code racing: one 200, and the counter moves by 1 (RFC 6749 §4.1.2)', async () => {
+    const user = await createUser(t);
+    const client = await registerClient(t);
+    for (let round = 0; round < 3; round += 1) {
+      const code = await obtainCode(t.baseUrl, client, user);
+      const before = await issued();
+      const answers = await Promise.all(Array.from({ length: 5 }, () => tokenRequest(t, { code, client_id: client.client_id, client_secret: client.client_secret })));
+      expect(answers.map((a) => a.status).sort()).toEqual([200, 400, 400, 400, 400]);
+      expect(await issued()).toBe(before + 1);
+    }
+  });
+});
+
 describe('without METRICS_PORT', () => {
   test('no metrics listener is opened, and nothing is counted', async () => {
     const { t, opened } = await openedBy(() => startTestApp({ mode: 'embedded' }));
@@ -172,7 +196,7 @@ describe('without METRICS_PORT', () => {
   });
 });
 
-describe('the parser: the reference parser, and checks of what it lets through', () => {
+describeWithParser('the parser: the reference parser, and checks of what it lets through', () => {
   test('the values are the reference parser\'s: a counter family is named without _total, its sample with it', async () => {
     const families = await parsePrometheusText('# HELP a_total As.\n# TYPE a_total counter\na_total{x="y\\"z"} 3\n# TYPE g gauge\ng NaN\n');
     expect([...families.keys()]).toEqual(['a', 'g']);

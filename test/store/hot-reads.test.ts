@@ -1,17 +1,18 @@
 /**
- * store/hot-reads.ts on a real server and on PGlite: the lookups of requests that arrive in one
- * turn go to the database as one statement, each request remembers what it read in its own
- * memo, and a lookup of something we could never have stored (NUL, a lone surrogate, too long)
- * is answered "absent" without disturbing the others.
+ * store/hot-reads.ts on a real server and on PGlite: with turn batching, the lookups of requests
+ * that arrive in one turn go to the database as one statement; each request remembers what it
+ * read in its own state; a lookup of something we could never have stored (NUL, a lone
+ * surrogate, too long) is answered "absent" without disturbing the others; without turn batching
+ * each request's lookup is a statement of its own.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { postgresAdapters } from '../../src/oidc/postgres-adapter.js';
 import type { AdapterPayload } from '../../src/oidc/adapter.js';
 import { createHotReads } from '../../src/store/hot-reads.js';
-import { currentMemo, withRequestMemo } from '../../src/store/request-memo.js';
+import { currentState } from '../../src/store/request-state.js';
 import type { HotSql } from '../../src/store/sql.js';
 import { openTestDatabase } from '../helpers/databases.js';
+import { requestPath } from '../helpers/request-path.js';
 import type { StoreKind, TestStore } from '../helpers/databases.js';
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
@@ -38,17 +39,24 @@ describe.each<StoreKind>(['postgres', 'embedded'])('hot reads (%s)', (kind) => {
 
   async function storedToken(): Promise<AdapterPayload> {
     const token: AdapterPayload = { jti: randomUUID(), kind: 'AccessToken', iat: nowSeconds(), exp: nowSeconds() + 60, accountId: user.id, clientId };
-    await postgresAdapters(store.db)('AccessToken').upsert(token.jti!, token, 60);
+    await requestPath(store.db).adapters('AccessToken').upsert(token.jti!, token, 60);
     return token;
   }
 
+  const inRequest = <T>(work: () => Promise<T>) => requestPath(store.db).inRequest(work);
+  /** What the current request remembers: rows of every kind, and the clients' webhook flags. */
+  const remembered = () => {
+    const state = currentState()!;
+    return state.models.size + state.users.size + state.clients.size + state.clientHasWebhooks.size;
+  };
+
   test('three requests looking up tokens in one turn: one statement, each request remembers its own rows', async () => {
     const tokens = await Promise.all([storedToken(), storedToken(), storedToken()]);
-    const hot = createHotReads(counted);
+    const hot = createHotReads(counted, { byTurn: true });
     statements.length = 0;
-    const seen = await Promise.all(tokens.map((token) => withRequestMemo(async () => {
+    const seen = await Promise.all(tokens.map((token) => inRequest(async () => {
       const row = await hot.findModel('AccessToken', token.jti!);
-      return { jti: row?.payload.jti, user: (currentMemo()!.rows.get(`user:${user.id}`) as { id?: string } | null)?.id, rows: currentMemo()!.rows.size };
+      return { jti: row?.payload.jti, user: currentState()!.users.get(user.id)?.id, rows: remembered() };
     })));
     expect(statements).toHaveLength(1);
     expect(seen.map((s) => s.jti)).toEqual(tokens.map((t) => t.jti));
@@ -58,17 +66,26 @@ describe.each<StoreKind>(['postgres', 'embedded'])('hot reads (%s)', (kind) => {
     }
   });
 
-  test('ids that name nothing we could store are absent, and the turn\'s other lookups are answered', async () => {
-    const token = await storedToken();
+  test('without turn batching, each request\'s lookup is a statement of its own', async () => {
+    const tokens = await Promise.all([storedToken(), storedToken(), storedToken()]);
     const hot = createHotReads(counted);
     statements.length = 0;
+    const seen = await Promise.all(tokens.map((token) => inRequest(async () => (await hot.findModel('AccessToken', token.jti!))?.payload.jti)));
+    expect(statements).toHaveLength(3);
+    expect(seen).toEqual(tokens.map((t) => t.jti));
+  });
+
+  test('ids that name nothing we could store are absent, and the turn\'s other lookups are answered', async () => {
+    const token = await storedToken();
+    const hot = createHotReads(counted, { byTurn: true });
+    statements.length = 0;
     const answers = await Promise.all([
-      withRequestMemo(() => hot.findModel('AccessToken', token.jti!)),
-      withRequestMemo(() => hot.findModel('AccessToken', 'a\0b')),
-      withRequestMemo(() => hot.findModel('AccessToken', '\ud800')),
-      withRequestMemo(() => hot.findModel('AccessToken', 'x'.repeat(1025))),
-      withRequestMemo(() => hot.findClient(`${clientId}\0`)),
-      withRequestMemo(() => hot.findClient(clientId)),
+      inRequest(() => hot.findModel('AccessToken', token.jti!)),
+      inRequest(() => hot.findModel('AccessToken', 'a\0b')),
+      inRequest(() => hot.findModel('AccessToken', '\ud800')),
+      inRequest(() => hot.findModel('AccessToken', 'x'.repeat(1025))),
+      inRequest(() => hot.findClient(`${clientId}\0`)),
+      inRequest(() => hot.findClient(clientId)),
     ]);
     expect(answers[0]?.payload.jti).toBe(token.jti);
     expect(answers.slice(1, 5)).toEqual([null, null, null, null]);

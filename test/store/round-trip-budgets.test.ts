@@ -13,7 +13,7 @@
  * |                                          |                   | cost one Redis round trip each              |
  *
  * A client with webhook endpoints costs nothing more: the event's outbox messages are written
- * in the request's one write statement (store/write-batch.ts).
+ * in the request's one write statement (store/statements.ts `WRITE`).
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { Browser } from '../helpers/browser.js';

@@ -52,7 +52,7 @@ describe('every model through the generated client', () => {
       data: { clientId, clientSecretHash: 'a'.repeat(64), clientName: 'App', redirectUri: 'https://app.example/cb' },
     });
     expect(created).toEqual({
-      clientId, clientSecretHash: 'a'.repeat(64), clientName: 'App', redirectUri: 'https://app.example/cb',
+      clientId, clientSecretHash: 'a'.repeat(64), previousSecretHash: null, previousSecretExpiresAt: null, clientName: 'App', redirectUri: 'https://app.example/cb',
       createdAt: expect.any(Date), updatedAt: expect.any(Date), registration: 'spec', metadata: {}, lastUsedAt: null,
     });
     expect(await prisma.client.findUnique({ where: { clientId } })).toEqual(created);
@@ -124,7 +124,7 @@ describe('every model through the generated client', () => {
       data: { id: `ep_${clientId}`, clientId, url: 'https://app.example/hook', events: ['token.issued', 'client.updated'], secret: 'whsec_x' },
     });
     expect(endpoint).toEqual({
-      id: `ep_${clientId}`, clientId, url: 'https://app.example/hook', events: ['token.issued', 'client.updated'], secret: 'whsec_x',
+      id: `ep_${clientId}`, clientId, url: 'https://app.example/hook', events: ['token.issued', 'client.updated'], secret: 'whsec_x', previousSecret: null, previousSecretExpiresAt: null,
       enabled: true, disabledReason: null, createdAt: expect.any(Date),
     });
     expect(await prisma.webhookEndpoint.findMany({ where: { events: { has: 'client.updated' }, clientId } })).toEqual([endpoint]);

@@ -1,6 +1,6 @@
 /**
  * Issue 9 "Invariants": two service instances on the same PostgreSQL and Redis behave as one.
- * Whatever either instance keeps for speed (store/request-memo.ts keeps reads for one request
+ * Whatever either instance keeps for speed (store/request-state.ts keeps reads for one request
  * only), a change made on A is seen by B on the very next request, and Redis is never the only
  * copy of anything issued.
  *
@@ -12,16 +12,8 @@ import type { Step, TestClient, TestUser } from '../helpers/browser.js';
 import { createUser, expectErrorResponse, obtainTokens, postForm, registerClient, tokenRequest, userinfo } from '../helpers/fixtures.js';
 import { startRedisServer } from '../helpers/redis-server.js';
 import type { RedisServer } from '../helpers/redis-server.js';
-import { freePort } from '../helpers/services.js';
-import { startTestApp } from '../helpers/test-app.js';
+import { secondInstance, startTestApp } from '../helpers/test-app.js';
 import type { TestApp } from '../helpers/test-app.js';
-
-/** A second instance on the first one's data: same BASE_URL (as behind one load balancer), its own port. */
-async function secondInstance(a: TestApp): Promise<TestApp> {
-  const port = await freePort();
-  const b = await startTestApp({ reuse: { ...a.env, PORT: String(port) } });
-  return { ...b, baseUrl: `http://localhost:${port}`, close: () => b.close({ keepData: true }) };
-}
 
 const redeem = (t: TestApp, client: TestClient, code: string) => tokenRequest(t, { code, client_id: client.client_id, client_secret: client.client_secret });
 const refresh = (t: TestApp, client: TestClient, refreshToken: string, secret = client.client_secret) =>
@@ -62,7 +54,7 @@ describe('two instances on one PostgreSQL and one Redis', () => {
     expectErrorResponse(await userinfo(b, bearer), 401, 'invalid_token');
   });
 
-  test('a client secret rotated on A fails on B at once; the new one works there', async () => {
+  test('a client secret rotated on A with no grace fails on B at once; the new one works there', async () => {
     const own = await registerClient(a);
     const code = await obtainCode(a.baseUrl, own, user);
     const first = await redeem(b, own, code); // B has used the old secret
@@ -71,7 +63,7 @@ describe('two instances on one PostgreSQL and one Redis', () => {
     const browser = new Browser(a.baseUrl);
     const page = await browser.request('/api/settings.php');
     const signedIn = await postSettings(browser, page, 'sign_in', { client_id: own.client_id, client_secret: own.client_secret });
-    const rotated = await postSettings(browser, signedIn, 'rotate_secret');
+    const rotated = await postSettings(browser, signedIn, 'rotate_secret', { grace: '0' });
     const newSecret = /id="new_client_secret"[^>]*>([^<]*)</.exec(rotated.body)?.[1];
     expect(newSecret).toBeDefined();
 

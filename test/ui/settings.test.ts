@@ -1,13 +1,14 @@
 /**
  * The application settings page `/api/settings.php`, walked as a browser: sign-in with the
  * client's credentials (CSRF-protected, its own session), rename and redirect change (with
- * client.updated), secret rotation (the old secret stops working, other sessions end),
+ * client.updated), secret rotation (the old secret works for the grace chosen, or stops at once;
+ * it can be ended early; other sessions end),
  * webhook endpoints with event checkboxes, recent deliveries, test events.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { Browser } from '../helpers/browser.js';
 import { createUser, expectErrorResponse, registerClient, tokenRequest } from '../helpers/fixtures.js';
-import { startReceiver, verify } from '../helpers/receiver.js';
+import { startReceiver, verify, webhooksApi } from '../helpers/receiver.js';
 import type { Receiver } from '../helpers/receiver.js';
 import { pageText as text, postSettingsForm as post, signInOnSettingsPage as signIn, unescapeHtml as unescape } from '../helpers/settings-page.js';
 import { startTestApp } from '../helpers/test-app.js';
@@ -211,7 +212,7 @@ describe('signed in', () => {
     expect(unknown.status).toBe(400);
   });
 
-  test('rotating the secret: shown once, the old one stops working at the token endpoint, other sessions end', async () => {
+  test('rotating the secret with no grace (a leaked secret): shown once, the old one stops working at the token endpoint, other sessions end', async () => {
     const user = await createUser(t);
     const client = await registerClient(t);
     const mine = new Browser(t.baseUrl);
@@ -221,16 +222,19 @@ describe('signed in', () => {
     page = await post(mine, page, 'add_webhook', { url: receiver.url('/rotated'), events: 'client.secret_rotated' });
     const hookSecret = text(page, 'new_webhook_secret')!;
 
-    const rotated = await post(mine, page, 'rotate_secret');
+    const rotated = await post(mine, page, 'rotate_secret', { grace: '0' });
     expect(rotated.status).toBe(200);
     const newSecret = text(rotated, 'new_client_secret')!;
     expect(newSecret).toMatch(/^[\w-]{43}$/);
     expect(newSecret).not.toBe(client.client_secret);
+    expect(text(rotated, 'new_client_secret_overlap')).toBe('The old secret no longer works.');
     const audited = await t.app.db.prisma.auditEvent.findFirstOrThrow({ where: { clientId: client.client_id, event: 'client.secret_rotated' } });
-    expect(audited).toMatchObject({ actor: `client:${client.client_id}`, address: '127.0.0.1', detail: { client_name: 'Test App' } });
+    expect(audited).toMatchObject({ actor: `client:${client.client_id}`, address: '127.0.0.1', detail: { client_name: 'Test App', grace: '0', previous_secret_expires_at: expect.any(String) } });
 
     const event = await receiver.next((h) => h.path === '/rotated');
-    expect(verify(event, hookSecret)).toMatchObject({ type: 'client.secret_rotated', data: { client_id: client.client_id, client_name: 'Test App' } });
+    expect(verify(event, hookSecret)).toMatchObject({
+      type: 'client.secret_rotated', data: { client_id: client.client_id, client_name: 'Test App', previous_secret_expires_at: (audited.detail as Record<string, string>).previous_secret_expires_at },
+    });
     expect(event.body).not.toContain(newSecret);
     expect(event.body).not.toContain(client.client_secret);
 
@@ -249,5 +253,81 @@ describe('signed in', () => {
     const fresh = new Browser(t.baseUrl);
     expect((await signIn(fresh, client)).status).toBe(401);
     expect((await signIn(fresh, { ...client, client_secret: newSecret })).status).toBe(200);
+  });
+
+  test('rotating with a grace: the old secret works everywhere a client authenticates until the time shown, then ends early with the button', async () => {
+    const user = await createUser(t);
+    const client = await registerClient(t);
+    const browser = new Browser(t.baseUrl);
+    let page = await signIn(browser, client);
+    expect(page.body).toMatch(/<option value="1d" selected[^>]*>24 hours \(default\)<\/option>/); // CLIENT_SECRET_ROTATION_GRACE unset: 24h
+    expect(page.body).not.toContain('id="previous_secret"'); // never rotated
+
+    const before = Date.now();
+    page = await post(browser, page, 'rotate_secret', { grace: '1h' });
+    const newSecret = text(page, 'new_client_secret')!;
+    const until = text(page, 'previous_secret_expires_at')!;
+    expect(Date.parse(until) - before).toBeGreaterThanOrEqual(3_600_000);
+    expect(Date.parse(until) - Date.now()).toBeLessThanOrEqual(3_601_000);
+    expect(unescape(page.body)).toContain(`The old secret keeps working until <time datetime="${until}">${until}</time>`);
+    const audited = await t.app.db.prisma.auditEvent.findFirstOrThrow({ where: { clientId: client.client_id, event: 'client.secret_rotated' } });
+    expect(audited.detail).toEqual({ client_name: 'Test App', grace: '1h', previous_secret_expires_at: until });
+
+    // The old secret still works: token endpoint, settings sign-in, webhooks API; so does the new one.
+    const code = () => new Browser(t.baseUrl).authorize(client, user).then((url) => url.searchParams.get('code')!);
+    expect((await tokenRequest(t, { code: await code(), client_id: client.client_id, client_secret: client.client_secret })).status).toBe(200);
+    expect((await tokenRequest(t, { code: await code(), client_id: client.client_id, client_secret: newSecret })).status).toBe(200);
+    expect((await signIn(new Browser(t.baseUrl), client)).status).toBe(200);
+    expect((await webhooksApi(t.baseUrl, client)).status).toBe(200);
+
+    // Ended early: the old secret is refused at once, the new one still works; the page says so.
+    page = await post(browser, await browser.request('/api/settings.php'), 'end_previous_secret');
+    expect(text(page, 'notice')).toBe('The previous client secret no longer works.');
+    expect(page.body).toContain('The previous secret stopped working at');
+    expect(page.body).not.toContain('id="end_previous_secret"');
+    expectErrorResponse(await tokenRequest(t, { code: await code(), client_id: client.client_id, client_secret: client.client_secret }), 401, 'invalid_client');
+    expect((await signIn(new Browser(t.baseUrl), client)).status).toBe(401);
+    expect((await webhooksApi(t.baseUrl, client)).status).toBe(401);
+    expect((await tokenRequest(t, { code: await code(), client_id: client.client_id, client_secret: newSecret })).status).toBe(200);
+    const ended = await t.app.db.prisma.auditEvent.findFirstOrThrow({ where: { clientId: client.client_id, event: 'client.previous_secret_ended' } });
+    expect(ended).toMatchObject({ actor: `client:${client.client_id}`, detail: { client_name: 'Test App', was_to_expire_at: until } });
+
+    // Nothing left to end: said plainly, no second row.
+    page = await post(browser, await browser.request('/api/settings.php'), 'rotate_secret', { grace: '0' });
+    const csrf = /name="_csrf" value="([^"]*)"/.exec(page.body)![1]!;
+    const again = await browser.request('/api/settings.php?action=end_previous_secret', { form: { _csrf: csrf } });
+    expect((await browser.request(again.location!)).body).toContain('There was no previous client secret still working.');
+    expect(await t.app.db.prisma.auditEvent.count({ where: { clientId: client.client_id, event: 'client.previous_secret_ended' } })).toBe(1);
+  });
+
+  test('rotating again within a grace: only the secret just replaced overlaps, the older one ends at once', async () => {
+    const user = await createUser(t);
+    const client = await registerClient(t);
+    const browser = new Browser(t.baseUrl);
+    const second = text(await post(browser, await signIn(browser, client), 'rotate_secret', { grace: '1h' }), 'new_client_secret')!;
+    const third = text(await post(browser, await browser.request('/api/settings.php'), 'rotate_secret', { grace: '1h' }), 'new_client_secret')!;
+    const exchange = async (secret: string) => tokenRequest(t, {
+      code: (await new Browser(t.baseUrl).authorize(client, user)).searchParams.get('code')!, client_id: client.client_id, client_secret: secret,
+    });
+    expectErrorResponse(await exchange(client.client_secret), 401, 'invalid_client');
+    expect((await exchange(second)).status).toBe(200);
+    expect((await exchange(third)).status).toBe(200);
+  });
+
+  test('a grace that is not a duration: a readable 400, nothing rotated', async () => {
+    const client = await registerClient(t);
+    const browser = new Browser(t.baseUrl);
+    const page = await signIn(browser, client);
+    const stored = await t.app.db.prisma.client.findUniqueOrThrow({ where: { clientId: client.client_id } });
+    for (const grace of ['forever', '15', '31d']) {
+      const refused = await post(browser, page, 'rotate_secret', { grace });
+      expect(refused.status).toBe(400);
+      expect(refused.headers.get('content-type')).toMatch(/^text\/html/);
+      expect(unescape(text(refused, 'error')!)).toBe(`grace must be a duration such as 0, 30s, 15m, 1h or 7d (at most 30d), got "${grace}"`);
+      expect(refused.body).not.toContain('id="new_client_secret"');
+    }
+    expect(await t.app.db.prisma.client.findUniqueOrThrow({ where: { clientId: client.client_id } })).toEqual(stored);
+    expect(await t.app.db.prisma.auditEvent.count({ where: { clientId: client.client_id, event: 'client.secret_rotated' } })).toBe(0);
+    expect((await signIn(new Browser(t.baseUrl), client)).status).toBe(200);
   });
 });

@@ -1,7 +1,10 @@
-/** Standard Webhooks signatures: verifiable by the `standardwebhooks` package; every attempt signed afresh. */
+/**
+ * Standard Webhooks signatures: verifiable by the `standardwebhooks` package; every attempt signed
+ * afresh; while a rotated secret's grace lasts, signed with both secrets (new first).
+ */
 import { describe, expect, test } from '@jest/globals';
 import { Webhook } from 'standardwebhooks';
-import { generateSigningSecret, signedHeaders } from '../../src/webhooks/signing.js';
+import { generateSigningSecret, signedHeaders, signingSecrets } from '../../src/webhooks/signing.js';
 
 describe('signing', () => {
   test('a secret is whsec_ + 32 random bytes in base64', () => {
@@ -31,5 +34,24 @@ describe('signing', () => {
     expect(retry['webhook-id']).toBe(first['webhook-id']);
     expect(retry['webhook-timestamp']).not.toBe(first['webhook-timestamp']);
     expect(retry['webhook-signature']).not.toBe(first['webhook-signature']);
+  });
+
+  test('during a rotation: two signatures, space-separated, new first; a receiver with either secret verifies, one with neither does not', () => {
+    const [fresh, old] = [generateSigningSecret(), generateSigningSecret()];
+    const body = JSON.stringify({ id: 'evt_1', type: 'webhook.test', created_at: new Date().toISOString(), data: {} });
+    const headers = signedHeaders([fresh, old], 'msg_1', new Date(), body);
+    const signatures = headers['webhook-signature']!.split(' ');
+    expect(signatures).toEqual([signedHeaders(fresh, 'msg_1', new Date(Number(headers['webhook-timestamp']) * 1000), body)['webhook-signature'], expect.stringMatching(/^v1,/)]);
+    expect(new Webhook(fresh).verify(body, headers)).toEqual(JSON.parse(body));
+    expect(new Webhook(old).verify(body, headers)).toEqual(JSON.parse(body));
+    expect(() => new Webhook(generateSigningSecret()).verify(body, headers)).toThrow();
+  });
+
+  test('the old secret signs only before its grace ends', () => {
+    const endpoint = { secret: 'whsec_new', previousSecret: 'whsec_old', previousSecretExpiresAt: new Date('2026-11-27T12:00:00Z') };
+    expect(signingSecrets(endpoint, new Date('2026-11-27T11:59:59.999Z'))).toEqual(['whsec_new', 'whsec_old']);
+    expect(signingSecrets(endpoint, new Date('2026-11-27T12:00:00Z'))).toEqual(['whsec_new']);
+    expect(signingSecrets({ ...endpoint, previousSecret: null }, new Date(0))).toEqual(['whsec_new']);
+    expect(signingSecrets({ ...endpoint, previousSecretExpiresAt: null }, new Date(0))).toEqual(['whsec_new']);
   });
 });

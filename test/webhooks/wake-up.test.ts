@@ -19,6 +19,7 @@ import { openTestDatabase } from '../helpers/databases.js';
 import type { StoreKind, TestStore } from '../helpers/databases.js';
 import { startReceiver } from '../helpers/receiver.js';
 import type { Receiver } from '../helpers/receiver.js';
+import { createWriteSender } from '../../src/store/write-sender.js';
 
 const POLICY = { httpsOnly: false, allowPrivate: true };
 
@@ -41,7 +42,7 @@ describe.each<StoreKind>(['postgres', 'embedded'])('worker wake-up (%s)', (kind)
     const audit = createAuditLog({ prisma, logger: createLogger({ level: 'silent' }) });
     const { client } = await createClientStore(prisma, audit).register({ clientName: 'Wake', redirectUri: 'http://localhost:9999/cb' });
     const webhooks = createWebhookService({
-      prisma, clock: () => new Date(), policy: POLICY, retryBaseMs: 1000, usernameOf: async () => undefined, log: () => {}, audit,
+      prisma, send: createWriteSender(store.db.sql, { byTurn: false }), clock: () => new Date(), policy: POLICY, retryBaseMs: 1000, log: () => {}, audit,
     });
     const { endpoint } = await webhooks.addEndpoint(client.clientId, { url: receiver.url('/wake'), events: ['client.updated'] });
 

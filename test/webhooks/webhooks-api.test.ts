@@ -49,7 +49,7 @@ describe('create, list, read, delete', () => {
     expect(created.headers.get('cache-control')).toBe('no-store');
     expect(created.body).toEqual({
       id: expect.stringMatching(/^ep_/), url: HOOK, events: ['authorization.granted', 'token.issued'],
-      enabled: true, disabled_reason: null, created_at: expect.any(String), secret: expect.stringMatching(/^whsec_/),
+      enabled: true, disabled_reason: null, created_at: expect.any(String), previous_secret_expires_at: null, secret: expect.stringMatching(/^whsec_/),
     });
     const list = await webhooksApi(t.baseUrl, client);
     expect(list.status).toBe(200);

@@ -1,0 +1,44 @@
+/**
+ * A user as the provider sees one (its `findAccount`): absent when disabled, and the claims each
+ * scope releases. The spec's userinfo body is `{username, email, full_name}`; `profile` and
+ * `email` add the OIDC standard names.
+ *
+ * A disabled user is absent: a login session of theirs authorizes nothing (oidc/provider.ts asks
+ * such a session to log in again), and a token of theirs that survived would read nothing; they
+ * cannot sign in either (user-store.ts), and are told what a wrong password is told.
+ *
+ * @see OpenID Connect Core §5.1 (standard claims)
+ */
+import type { FindAccount } from 'oidc-provider';
+import type { User } from '../generated/prisma/client.js';
+import type { StoreGuard } from '../store/store-failure.js';
+
+/** Whether a user may sign in and be seen by the provider (not disabled). */
+export const isActive = (user: Pick<User, 'disabledAt'>) => !user.disabledAt;
+
+/** Which claims each scope releases. Every token carries `openid` (oidc/spec-glue.ts adds it at authorization). */
+export const CLAIMS = {
+  openid: ['sub', 'username', 'email', 'full_name'],
+  profile: ['name', 'preferred_username'],
+  email: ['email', 'email_verified'],
+};
+
+/** `database`: the guard of the users' store; inside the provider a failure must be a 503 it answers as is. */
+export function createFindAccount(findById: (id: string) => Promise<User | null>, database: StoreGuard): FindAccount {
+  return async (_ctx, id) => {
+    const user = await database(() => findById(id));
+    if (!user || !isActive(user)) return undefined;
+    return {
+      accountId: user.id,
+      claims: () => ({
+        sub: user.id,
+        username: user.username,
+        email: user.email,
+        full_name: user.fullName,
+        name: user.fullName,
+        preferred_username: user.username,
+        email_verified: false,
+      }),
+    };
+  };
+}

@@ -1,0 +1,155 @@
+/**
+ * The token endpoint (RFC 6749 §3.2; spec "Token endpoint"), step by step, in the order a
+ * request meets them; a step's work after `next()` happens on the way back:
+ *
+ * | step               | on the way in                                                  | on the way back                          |
+ * |--------------------|----------------------------------------------------------------|------------------------------------------|
+ * | `specErrors`       | —                                                              | a code's `invalid_grant` is the spec's `invalid_code` |
+ * | `readForm`         | the form, at most 56 kB; `grant_type` defaults to authorization_code | —                                  |
+ * | `spendBudgets`     | the address's and the client_id's budgets, one Redis round trip; 429 | —                                  |
+ * | `lookAhead`        | names the code or refresh token, read with the client in one statement | —                                |
+ * | `requireFields`    | a missing code, refresh_token or client credential: `invalid_request` (a public client needs no secret) | — |
+ * | `settleWrites`     | —                                                              | the request's one write statement; a consume that lost its race is the provider's answer to a used code |
+ * | the provider       | oidc-provider's token endpoint: client authentication, the grant, the tokens (deferred writes) | — |
+ *
+ * A body that is not a form goes straight to the provider, which refuses it.
+ *
+ * @example router.post(ROUTES.token, tokenEndpoint({ admit, guard, provider: mount(provider) }));
+ */
+import querystring from 'node:querystring';
+import type { ParsedUrlQuery } from 'node:querystring';
+import coBody from 'co-body';
+import type { Context, Middleware } from 'koa';
+import compose from 'koa-compose';
+import { errors } from 'oidc-provider';
+import { basicCredentials } from '../clients/credentials.js';
+import { canNameClient } from '../clients/metadata-document.js';
+import { ServiceError } from '../errors.js';
+import type { ErrorBody } from '../errors.js';
+import { noteClient } from '../http/access-log.js';
+import { bodyParseError } from '../http/responses.js';
+import type { ClientAdmission } from '../http/rate-limit.js';
+import { currentState, settle } from '../store/request-state.js';
+import type { StoreGuard } from '../store/store-failure.js';
+
+/** The provider's own body limit (lib/shared/selective_body.js). */
+const BODY_LIMIT = 56 * 1024;
+
+type Form = ParsedUrlQuery & { grant_type: string };
+
+/** The form `readForm` read, if the body was one. */
+const formOf = (ctx: Context) => (ctx.request as { body?: Form }).body;
+
+/**
+ * Spec "Errors": a code that is unknown, expired, used, foreign or fails PKCE is `invalid_code`,
+ * which the provider calls `invalid_grant`; other grants (refresh tokens) keep `invalid_grant`.
+ */
+const specErrors: Middleware = async (ctx, next) => {
+  await next();
+  const body = ctx.body as Partial<ErrorBody> | undefined;
+  if (formOf(ctx)?.grant_type === 'authorization_code' && body?.error === 'invalid_grant') {
+    ctx.body = { error: 'invalid_code', error_description: body.error_description ?? 'invalid authorization code' };
+  }
+};
+
+/** The form, parsed as the provider parses it (the provider then reads it from here). */
+const readForm: Middleware = async (ctx, next) => {
+  if (!ctx.is('application/x-www-form-urlencoded')) return next();
+  let form: ParsedUrlQuery;
+  try {
+    // Node's querystring, as the provider parses (co-body's default, qs, would nest `a[b]` keys).
+    form = await coBody.form(ctx, { limit: BODY_LIMIT, qs: { parse: (text: string) => querystring.parse(text) } } as coBody.Options);
+  } catch (error) {
+    if ((error as { status?: unknown }).status === 413) {
+      ctx.set('Connection', 'close'); // the rest of the body stays unread: the connection cannot carry another request
+      throw new ServiceError('invalid_request', 'request body is too large');
+    }
+    bodyParseError(error as Error, ctx);
+  }
+  form.grant_type ??= 'authorization_code';
+  (ctx.request as { body?: unknown }).body = form;
+  return next();
+};
+
+/**
+ * Spec "Limits": the token budget per client_id is spent, with the address's, before any lookup
+ * or secret check. An id that cannot name a client has no budget to protect (the address budget
+ * still applies); a named one is logged even when its authentication then fails.
+ */
+const spendBudgets = (admit: ClientAdmission): Middleware => async (ctx, next) => {
+  const form = formOf(ctx);
+  if (!form) return next();
+  const clientId = basicCredentials(ctx.get('authorization'))?.clientId ?? form.client_id;
+  const budgeted = typeof clientId === 'string' && canNameClient(clientId) ? clientId : undefined;
+  if (budgeted) noteClient(ctx, budgeted);
+  if (await admit(ctx, budgeted)) return next();
+};
+
+/**
+ * Spec: `code`, `client_id` and `client_secret` are the token request. A missing field is
+ * `invalid_request` (400), not a failed client authentication; a refresh (RFC 6749 §6) needs
+ * `refresh_token` the same way. RFC 6749 §2.1, §3.2.1: a public client (RFC 7591 `none`, or a
+ * metadata document's) sends its client_id and no secret, its PKCE code_verifier binding the code
+ * to it (RFC 7636); asked only of a form without a secret, after `lookAhead`, so the client is
+ * read with the code or refresh token it names, which the provider reads next anyway.
+ */
+const requireFields = (isPublicClient: (clientId: string) => Promise<boolean>): Middleware => async (ctx, next) => {
+  const form = formOf(ctx);
+  if (!form) return next();
+  const { client_id: clientId, client_secret: secret } = form;
+  const publicClient = (secret === undefined || secret === '') && typeof clientId === 'string' && clientId !== '' && await isPublicClient(clientId);
+  const required = [
+    ...(form.grant_type === 'authorization_code' ? ['code'] : []),
+    ...(form.grant_type === 'refresh_token' ? ['refresh_token'] : []),
+    ...(ctx.get('authorization') !== '' ? [] : ['client_id', ...(publicClient ? [] : ['client_secret'])]),
+  ];
+  const missing = required.filter((name) => form[name] === undefined || form[name] === '');
+  if (missing.length > 0) {
+    throw new ServiceError('invalid_request', `missing required parameter${missing.length > 1 ? 's' : ''} ${missing.map((m) => `'${m}'`).join(', ')}`);
+  }
+  return next();
+};
+
+/** The code (RFC 6749 §4.1.3) or refresh token (§6) the form names: store/hot-reads.ts reads it with the client. */
+const lookAhead: Middleware = (ctx, next) => {
+  const form = formOf(ctx);
+  const state = currentState();
+  if (form && state) {
+    if (form.grant_type === 'authorization_code' && typeof form.code === 'string') state.lookAhead = { type: 'AuthorizationCode', id: form.code };
+    if (form.grant_type === 'refresh_token' && typeof form.refresh_token === 'string') state.lookAhead = { type: 'RefreshToken', id: form.refresh_token };
+  }
+  return next();
+};
+
+/**
+ * The provider's writes (the consume, the tokens) and its events' (audit rows, outbox messages)
+ * go out as one statement once it has answered, before the answer leaves: a consume that lost
+ * its race wrote nothing and is answered as the provider answers a used code (400 invalid_grant).
+ */
+const settleWrites = (guard: StoreGuard, log: TokenEndpointDependencies['log']): Middleware => async (ctx, next) => {
+  await next();
+  try {
+    await settle(ctx, guard, log);
+  } catch (error) {
+    if (!(error instanceof errors.InvalidGrant)) throw error;
+    ctx.status = error.statusCode;
+    ctx.body = { error: error.error, error_description: error.error_description };
+  }
+};
+
+export interface TokenEndpointDependencies {
+  /** Spends a token request's budgets; false when it has answered 429 (http/rate-limit.ts). */
+  admit: ClientAdmission;
+  /** The durable store's guard (a failure is a 503). */
+  guard: StoreGuard;
+  /** The provider, mounted. */
+  provider: Middleware;
+  /** Whether `clientId` names a public client (no secret: RFC 7591 `none`, or a metadata document's). */
+  isPublicClient: (clientId: string) => Promise<boolean>;
+  /** A record that could not be written after an error answer (the answer stands). */
+  log: (error: unknown, ctx: Context) => void;
+}
+
+export function tokenEndpoint({ admit, guard, provider, isPublicClient, log }: TokenEndpointDependencies): Middleware {
+  return compose([specErrors, readForm, spendBudgets(admit), lookAhead, requireFields(isPublicClient), settleWrites(guard, log), provider]);
+}

@@ -1,0 +1,48 @@
+/**
+ * The grace period of a secret rotation: how long the secret just replaced keeps working beside
+ * the new one (a client secret at every endpoint that authenticates clients; a webhook signing
+ * secret as a second signature). Written as a duration: `0` (the old secret ends at once, the
+ * leaked-secret case), or a whole number of seconds, minutes, hours or days: `30s`, `15m`, `1h`, `7d`.
+ *
+ * @example parseGrace('1h') // 3_600_000
+ */
+
+/** CLIENT_SECRET_ROTATION_GRACE when unset. */
+export const DEFAULT_GRACE_MS = 24 * 3600 * 1000;
+
+/** The longest overlap: two secrets that both work are a cost, kept as short as a rollout allows. */
+export const MAX_GRACE_MS = 30 * 24 * 3600 * 1000;
+
+const UNITS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/** What a grace may be written as, for error messages. */
+export const GRACE_SYNTAX = 'a duration such as 0, 30s, 15m, 1h or 7d (at most 30d)';
+
+/** The grace in milliseconds, or undefined when `text` is not a duration of at most {@link MAX_GRACE_MS}. */
+export function parseGrace(text: string): number | undefined {
+  const match = /^(\d{1,7})([smhd])?$/.exec(text.trim());
+  if (!match) return undefined;
+  const amount = Number(match[1]);
+  // A bare number is only `0`: "15" could mean seconds or minutes.
+  if (match[2] === undefined && amount !== 0) return undefined;
+  const ms = amount * (match[2] ? UNITS[match[2] as keyof typeof UNITS] : 0);
+  return ms <= MAX_GRACE_MS ? ms : undefined;
+}
+
+/** `ms` as the largest whole unit it is a multiple of: 86_400_000 → `1d`, 5_400_000 → `90m`, 0 → `0`. */
+export function formatGrace(ms: number): string {
+  if (ms === 0) return '0';
+  for (const unit of ['d', 'h', 'm', 's'] as const) {
+    if (ms % UNITS[unit] === 0) return `${ms / UNITS[unit]}${unit}`;
+  }
+  return `${Math.ceil(ms / 1000)}s`;
+}
+
+/**
+ * When the replaced secret stops working if rotated at `now` with `graceMs`: `now` for a grace of
+ * 0 (it is not kept at all); otherwise rounded up to a whole second, so the instant is the same
+ * wherever it is compared (the provider sees it in seconds, as RFC 7591 gives `client_secret_expires_at`).
+ */
+export function graceEnd(now: Date, graceMs: number): Date {
+  return graceMs === 0 ? now : new Date(Math.ceil((now.getTime() + graceMs) / 1000) * 1000);
+}

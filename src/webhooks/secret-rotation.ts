@@ -1,0 +1,46 @@
+/**
+ * Rotating an endpoint's signing secret: a new secret, returned this once, signs every delivery
+ * from now on; the one it replaces goes on signing beside it until the grace ends (signing.ts puts
+ * both signatures in `webhook-signature`), so a receiver switches when it likes. A grace of 0
+ * drops the old secret at once (a leaked secret). The change and its audit row
+ * (`webhook.secret_rotated`) commit together.
+ *
+ * @example const rotated = await rotateEndpointSecret({ prisma, audit, clock }, clientId, endpointId, 3_600_000, context);
+ */
+import type { AuditContext, AuditLog } from '../audit/audit-log.js';
+import { formatGrace, graceEnd } from '../rotation-grace.js';
+import type { PrismaClient } from '../generated/prisma/client.js';
+import { generateSigningSecret } from './signing.js';
+import type { WebhookEndpoint } from './webhook-store.js';
+
+export interface RotationDependencies {
+  prisma: PrismaClient;
+  audit: AuditLog;
+  clock: () => Date;
+}
+
+/** The endpoint as it now is and its new secret; undefined when the client has no such endpoint. */
+export async function rotateEndpointSecret(
+  { prisma, audit, clock }: RotationDependencies,
+  clientId: string,
+  endpointId: string,
+  graceMs: number,
+  context: AuditContext,
+): Promise<{ endpoint: WebhookEndpoint; secret: string } | undefined> {
+  if (!/^ep_[\w-]{1,64}$/.test(endpointId)) return undefined;
+  const secret = generateSigningSecret();
+  return audit.within((write) => prisma.$transaction(async (tx) => {
+    // Locked until commit: two rotations at once take turns, and neither's secret is lost.
+    const [held] = await tx.$queryRaw<{ secret: string }[]>`
+      SELECT secret FROM webhook_endpoints WHERE id = ${endpointId} AND client_id = ${clientId} FOR UPDATE`;
+    if (!held) return undefined;
+    const until = graceEnd(clock(), graceMs);
+    const endpoint = await tx.webhookEndpoint.update({
+      where: { id: endpointId },
+      data: { secret, previousSecret: graceMs > 0 ? held.secret : null, previousSecretExpiresAt: until },
+    });
+    const detail = { webhook_id: endpointId, grace: formatGrace(graceMs), previous_secret_expires_at: until.toISOString() };
+    await write(tx, 'webhook.secret_rotated', { client: clientId, detail }, context);
+    return { endpoint, secret };
+  }));
+}

@@ -1,0 +1,33 @@
+/**
+ * The grace of a secret rotation as operators write it (CLIENT_SECRET_ROTATION_GRACE, `--grace`,
+ * the webhooks API's `grace`): `0` or a whole number of s, m, h or d, at most 30 days.
+ */
+import { describe, expect, test } from '@jest/globals';
+import { formatGrace, graceEnd, MAX_GRACE_MS, parseGrace } from '../src/rotation-grace.js';
+
+describe('parseGrace', () => {
+  test.each<[string, number]>([
+    ['0', 0], ['0s', 0], ['30s', 30_000], ['15m', 900_000], ['1h', 3_600_000], ['24h', 86_400_000], ['7d', 604_800_000], [' 2h ', 7_200_000], ['30d', MAX_GRACE_MS],
+  ])('%j is %d ms', (text, ms) => {
+    expect(parseGrace(text)).toBe(ms);
+  });
+
+  test.each(['', 'a day', '15', '1.5h', '-1h', '1H', '1 h', '1w', '31d', '721h', '1h30m', '99999999d'])('%j is refused', (text) => {
+    expect(parseGrace(text)).toBeUndefined();
+  });
+});
+
+test('formatGrace writes the largest whole unit, and reads back', () => {
+  for (const [ms, text] of [[0, '0'], [30_000, '30s'], [5_400_000, '90m'], [3_600_000, '1h'], [86_400_000, '1d'], [1500, '2s']] as const) {
+    expect(formatGrace(ms)).toBe(text);
+  }
+  for (const text of ['30s', '90m', '1h', '7d']) expect(formatGrace(parseGrace(text)!)).toBe(text);
+});
+
+test('graceEnd is a whole second, never before now + grace; now itself for a grace of 0', () => {
+  const now = new Date('2026-11-27T10:00:00.250Z');
+  expect(graceEnd(now, 0)).toEqual(now);
+  expect(graceEnd(now, 1000).toISOString()).toBe('2026-11-27T10:00:02.000Z');
+  expect(graceEnd(now, 3_600_000).toISOString()).toBe('2026-11-27T11:00:01.000Z');
+  expect(graceEnd(new Date('2026-11-27T10:00:00.000Z'), 30_000).toISOString()).toBe('2026-11-27T10:00:30.000Z');
+});
