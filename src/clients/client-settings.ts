@@ -83,6 +83,8 @@ export function createClientSettings(changes: ChangeTransaction, options: { grac
       const clientSecret = generateClientSecret();
       return changes(async (tx, raise, audit) => {
         const before = await lockedClient(tx, clientId);
+        // RFC 6749 §2.1: a public client (RFC 7591 `none`) has no secret; one would change nothing it does.
+        if (before.clientSecretHash === null) throw new ClientInputError('this is a public client (token_endpoint_auth_method none): it has no secret to rotate');
         const until = graceEnd(clock(), graceMs);
         const client = await tx.client.update({
           where: { clientId },

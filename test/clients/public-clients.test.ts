@@ -6,6 +6,10 @@
  * private-use scheme receives the code; a web client's loopback redirect still matches exactly.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { createAuditLog } from '../../src/audit/audit-log.js';
+import { createClientSettings } from '../../src/clients/client-settings.js';
+import { createLogger } from '../../src/ops/logger.js';
+import { auditedChanges } from '../../src/webhooks/audited-changes.js';
 import { Browser } from '../helpers/browser.js';
 import type { TestUser } from '../helpers/browser.js';
 import { createUser, expectErrorResponse, postForm, registerClient, tokenRequest } from '../helpers/fixtures.js';
@@ -79,6 +83,16 @@ describe('a public client (browser app)', () => {
     expectErrorResponse(introspected, 401, 'invalid_client');
     expect((await postForm(t, '/api/revoke.php', { token: tokens.body.refresh_token as string, client_id: clientId })).status).toBe(200);
     expectErrorResponse(await tokenRequest(t, { grant_type: 'refresh_token', refresh_token: tokens.body.refresh_token as string, client_id: clientId }), 400, 'invalid_grant');
+  });
+});
+
+describe('a public client has no secret to rotate', () => {
+  test('a rotation is refused, and it stays public', async () => {
+    const { client_id: clientId } = await registerDynamic({ redirect_uris: ['https://spa.example/callback'], token_endpoint_auth_method: 'none' });
+    const audit = createAuditLog({ prisma: t.app.db.prisma, logger: createLogger({ level: 'silent' }) });
+    const settings = createClientSettings(auditedChanges(t.app.webhooks, audit));
+    await expect(settings.rotateSecret(clientId, { actor: 'operator' })).rejects.toThrow('it has no secret to rotate');
+    expect((await t.app.db.prisma.client.findUniqueOrThrow({ where: { clientId } })).clientSecretHash).toBeNull();
   });
 });
 
