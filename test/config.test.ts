@@ -6,8 +6,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { ConfigError, loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/config.js';
 import { buildDist } from './helpers/build.js';
+import { configError } from './helpers/config-error.js';
 import { tempDataDir } from './helpers/services.js';
 import { runNode } from './helpers/run-node.js';
 
@@ -15,17 +16,6 @@ const KEY = 'k'.repeat(32);
 const PRODUCTION = {
   NODE_ENV: 'production', BASE_URL: 'https://auth.example.com', TRUST_PROXY: 'true', COOKIE_KEYS: KEY, JWKS_FILE: '/etc/oauth/jwks.json',
 };
-
-/** The ConfigError loadConfig throws for `env` (fails the test if it throws none or another). */
-function configError(env: Record<string, string>): ConfigError {
-  try {
-    loadConfig(env);
-  } catch (error) {
-    if (error instanceof ConfigError) return error;
-    throw error;
-  }
-  throw new Error(`loadConfig accepted ${JSON.stringify(env)}`);
-}
 
 describe('loadConfig defaults', () => {
   test('an empty environment is a development set-up on port 3000 with embedded stores', () => {

@@ -11,7 +11,7 @@ import { deleteIdleClients } from '../../src/clients/idle-clients.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { Browser } from '../helpers/browser.js';
 import type { TestUser } from '../helpers/browser.js';
-import { createUser, registerClient, tokenRequest } from '../helpers/fixtures.js';
+import { createUser, registerClient, registerDynamicClient, tokenRequest } from '../helpers/fixtures.js';
 import { pkcePair, pkceParams } from '../helpers/pkce.js';
 import { countRoundTrips } from '../helpers/round-trips.js';
 import { startTestApp } from '../helpers/test-app.js';
@@ -26,13 +26,9 @@ beforeAll(async () => {
 });
 afterAll(async () => { await t?.close(); });
 
-async function registerPublic(): Promise<string> {
-  const res = await fetch(`${t.baseUrl}/api/register.php`, {
-    method: 'POST', headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none', grant_types: ['authorization_code', 'refresh_token'] }),
-  });
-  return (await res.json() as { client_id: string }).client_id;
-}
+const registerPublic = async () => (await registerDynamicClient(t, {
+  redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none', grant_types: ['authorization_code', 'refresh_token'],
+})).client_id;
 
 async function exchange(clientId: string) {
   const pkce = pkcePair();

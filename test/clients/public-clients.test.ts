@@ -12,7 +12,7 @@ import { createLogger } from '../../src/ops/logger.js';
 import { auditedChanges } from '../../src/webhooks/audited-changes.js';
 import { Browser } from '../helpers/browser.js';
 import type { TestUser } from '../helpers/browser.js';
-import { createUser, expectErrorResponse, postForm, registerClient, tokenRequest } from '../helpers/fixtures.js';
+import { createUser, expectErrorResponse, postForm, registerClient, registerDynamicClient, tokenRequest } from '../helpers/fixtures.js';
 import { pkcePair, pkceParams } from '../helpers/pkce.js';
 import { startTestApp } from '../helpers/test-app.js';
 import type { TestApp } from '../helpers/test-app.js';
@@ -25,11 +25,7 @@ beforeAll(async () => {
 });
 afterAll(async () => { await t?.close(); });
 
-async function registerDynamic(metadata: Record<string, unknown>): Promise<{ client_id: string; client_secret?: string }> {
-  const res = await fetch(`${t.baseUrl}/api/register.php`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(metadata) });
-  if (res.status !== 201) throw new Error(`registration failed: ${res.status} ${await res.text()}`);
-  return res.json() as Promise<{ client_id: string; client_secret?: string }>;
-}
+const registerDynamic = (metadata: Record<string, unknown>) => registerDynamicClient(t, metadata);
 
 /** Authorizes `clientId` at `redirectUri` (extra parameters added); the redirect back. */
 const authorize = (clientId: string, redirectUri: string, params: Record<string, string> = {}) => new Browser(t.baseUrl)

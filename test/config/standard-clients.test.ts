@@ -3,17 +3,8 @@
  * read, each bad value a ConfigError naming it.
  */
 import { describe, expect, test } from '@jest/globals';
-import { ConfigError, loadConfig } from '../../src/config.js';
-
-function configError(env: Record<string, string>): ConfigError {
-  try {
-    loadConfig(env);
-  } catch (error) {
-    if (error instanceof ConfigError) return error;
-    throw error;
-  }
-  throw new Error(`loadConfig accepted ${JSON.stringify(env)}`);
-}
+import { loadConfig } from '../../src/config.js';
+import { configError } from '../helpers/config-error.js';
 
 const TOKEN = 'i'.repeat(40);
 

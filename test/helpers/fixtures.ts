@@ -28,6 +28,13 @@ export async function registerClient(t: TestApp, redirectUri = 'http://localhost
   return res.json() as Promise<TestClient & { client_name: string }>;
 }
 
+/** Registers with RFC 7591 (a JSON body with `redirect_uris`); the 201 answer (`client_secret` only for a confidential client). */
+export async function registerDynamicClient(t: TestApp, metadata: Record<string, unknown>): Promise<{ client_id: string; client_secret?: string } & Record<string, unknown>> {
+  const res = await fetch(`${t.baseUrl}/api/register.php`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(metadata) });
+  if (res.status !== 201) throw new Error(`registration failed: ${res.status} ${await res.text()}`);
+  return res.json() as Promise<{ client_id: string; client_secret?: string }>;
+}
+
 /** POST /api/token.php with a form body. */
 export async function tokenRequest(t: TestApp, form: Record<string, string>, headers: Record<string, string> = {}) {
   const res = await fetch(`${t.baseUrl}/api/token.php`, {

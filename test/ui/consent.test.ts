@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { Browser } from '../helpers/browser.js';
 import type { TestUser } from '../helpers/browser.js';
-import { createUser, registerClient } from '../helpers/fixtures.js';
+import { createUser, registerClient, registerDynamicClient } from '../helpers/fixtures.js';
 import { pkcePair, pkceParams } from '../helpers/pkce.js';
 import { startTestApp } from '../helpers/test-app.js';
 import type { TestApp } from '../helpers/test-app.js';
@@ -32,11 +32,7 @@ async function consentOf(clientId: string, redirectUri: string, params: Record<s
 
 describe('the consent page', () => {
   test('a self-registered client asking for a resource: says it registered itself, where the answer goes, the resource and the scopes asked in the operator\'s words', async () => {
-    const res = await fetch(`${t.baseUrl}/api/register.php`, {
-      method: 'POST', headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ redirect_uris: ['http://127.0.0.1:9999/callback'], token_endpoint_auth_method: 'none', client_name: 'Agent <b>' }),
-    });
-    const { client_id: clientId } = await res.json() as { client_id: string };
+    const { client_id: clientId } = await registerDynamicClient(t, { redirect_uris: ['http://127.0.0.1:9999/callback'], token_endpoint_auth_method: 'none', client_name: 'Agent <b>' });
     const html = await consentOf(clientId, 'http://127.0.0.1:9999/callback', { resource: `${TOOLS}/`, scope: 'tools:read', ...pkceParams(pkcePair()) });
     expect(html).toContain('id="self_registered"');
     expect(html).not.toContain('<b>');
