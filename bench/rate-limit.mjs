@@ -1,5 +1,5 @@
 /**
- * What a request over its limit costs against one that is served (spec "Limits", issue 3:
+ * What a request over its limit costs against one that is served (spec "Limits":
  * "cheap enough that rejecting is faster than serving").
  *
  * Starts the built app (dist/) twice on the same data: once with limits out of reach (every

@@ -1,6 +1,6 @@
 /**
- * How long an event takes from the request that raises it to a receiver's door (issue 4:
- * "delivered at once … under a second end to end when the receiver is up").
+ * How long an event takes from the request that raises it to a receiver's door
+ * (delivered at once, within a second end to end when the receiver is up).
  *
  * Starts the built app (dist/) and a local receiver, subscribes an endpoint, then sends
  * test events one after another through `POST /api/webhooks.php?id=…&action=test` (the same

@@ -1,6 +1,6 @@
 // Compiles the pages (views/*.pug; layout.pug is what they extend) into src/generated/views.ts:
 // one function per page that calls pug's small runtime (pug-runtime). The service then loads
-// that runtime only, never pug's compiler and its parsers (≈ 35 MB of resident memory: issue 9,
+// that runtime only, never pug's compiler and its parsers (resident memory for nothing;
 // "load what a mode does not use"). Run by postinstall, `npm run build` and `npm test`, so an
 // edited page is what the next build or test run renders.
 import fs from 'node:fs';

@@ -1,5 +1,5 @@
 /**
- * Fuzz (issue 10, "Dependable when its stores misbehave"): tens of thousands of malformed
+ * Fuzz: tens of thousands of malformed
  * requests across every path against the built service in its own process, on PostgreSQL and
  * Redis (a fresh database and key prefix, removed at the end; --embedded for PGlite).
  *

@@ -1,5 +1,5 @@
 /**
- * Soak (issue 10, "Dependable when its stores misbehave"): whole flows at a steady rate for a
+ * Soak: whole flows at a steady rate for a
  * long time against the built service on PostgreSQL and Redis, to show that memory, latency and
  * the stores stay flat.
  *

@@ -1,5 +1,5 @@
 /**
- * The administration CLI: `node dist/cli.js <command> [arguments]` (README "Operations" →
+ * The administration CLI: `node dist/cli.js <command> [arguments]` (docs/operations.md →
  * "Administration"). With DATABASE_URL it works while the service runs, and the next request
  * sees the change; on the embedded database (no DATABASE_URL) stop the server first: one
  * process at a time owns DATA_DIR.

@@ -5,9 +5,7 @@
  * Every argon2id verification runs on a thread of libuv's pool and needs 19 MiB; glibc keeps
  * those pages in that thread's arena once the hash is done, so the resident set grows by 19 MiB
  * per pool thread that ever hashed. libuv's default pool has 4 threads: on a machine with fewer
- * cores the extra threads add memory and no throughput (argon2id is CPU-bound). Measured here
- * (2 cores, 8 verifications in flight, in a process of their own): 4 threads 82 verifies/s at
- * 126 MB, 2 threads 85/s at 88 MB (issue 9, "Memory").
+ * cores the extra threads add memory and no throughput (argon2id is CPU-bound).
  *
  * The pool reads `UV_THREADPOOL_SIZE` when it starts, at the first file read, DNS lookup or
  * hash, and on Node 20 loading an ES module is such a read: the variable must be set before any

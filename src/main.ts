@@ -24,12 +24,11 @@ import type { Logger } from './ops/logger.js';
 import { routeProcessOutput } from './ops/process-output.js';
 
 /**
- * Heap growth (issue 9, "Memory"): V8 lets the heap grow to 4× what survived the last full
- * collection before it collects again, sized for the machine's memory, not the service's: under
- * load the live set here stays ≈ 35 MB while the heap climbed to ≈ 140 MB. A factor of 1.5 keeps
- * the resident set under 200 MB under the bench's load at no measurable throughput cost (full
- * collections take ≈ 10 ms), and, unlike a heap cap, never fails a larger live set: the heap
- * still grows with it. V8 reads the factor whenever it sets the next limit, so setting it here
+ * Heap growth: V8 lets the heap grow to 4× what survived the last full collection before it
+ * collects again, sized for the machine's memory, not the service's, so under load the heap
+ * climbs to several times the service's small live set. A factor of 1.5 keeps the resident set
+ * near the live set at no throughput cost the bench can see (full collections are short), and,
+ * unlike a heap cap, never fails a larger live set: the heap still grows with it. V8 reads the factor whenever it sets the next limit, so setting it here
  * takes effect from the first collection; `node --heap-growing-percent=N dist/launch.cjs` overrides it.
  */
 if (!process.execArgv.some((arg) => arg.startsWith('--heap-growing-percent'))) v8.setFlagsFromString('--heap-growing-percent=50');

@@ -116,7 +116,7 @@ describe('against PostgreSQL (DATABASE_URL)', () => {
   });
 
   test("stdout holds the command's result; stderr its errors and its audit lines, and nothing else", async () => {
-    // But for the notice oidc-provider prints as it loads on Node 20 (README "Administration").
+    // But for the notice oidc-provider prints as it loads on Node 20 (docs/operations.md "Administration").
     const stderrLines = (run: NodeRun) => run.stderr.split('\n').filter((line) => line && !/^oidc-provider WARNING: Unsupported runtime\b/.test(line));
     // A change: its confirmation on stdout; on stderr only its audit line (JSON), gone at LOG_LEVEL=warn.
     const created = await cli(userArgs({ username: 'dora', email: 'dora@example.com' }));

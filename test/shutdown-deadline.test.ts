@@ -1,5 +1,5 @@
 /**
- * The drained shutdown's deadline (src/main.ts, README "Drained shutdown" step 4): a request
+ * The drained shutdown's deadline (src/main.ts, docs/failure-behaviour.md "Drained shutdown" step 4): a request
  * still running SHUTDOWN_TIMEOUT_MS after the listener closed does not hold the process. At the
  * deadline the instance logs that requests were still running, closes its pools (not before),
  * and exits 0.

@@ -1,5 +1,5 @@
 /**
- * Load driver: Debian's `wrk` (C, one thread), the load generator of issue 9's own figures.
+ * Load driver: Debian's `wrk` (C, one thread), the load generator the bench prefers.
  * It costs the machine a fraction of what autocannon (Node) does per request, so on two cores
  * the server under test and its stores are not starved by the load they are measured with.
  * Takes the same spec as `cannon.mjs` and answers the same JSON line:

@@ -1,5 +1,5 @@
 /**
- * `--seed-tokens N` (issue 9, "Scale"): N live access tokens and N live refresh tokens stored,
+ * `--seed-tokens N`: N live access tokens and N live refresh tokens stored,
  * each under its own grant, before the rows are measured: the figures must stay within 10 %
  * of the small-store ones.
  *

@@ -5,7 +5,7 @@
  * Deleting a client ends every grant and token it holds, with a `token.revoked` event
  * (`admin_revoked`) per grant for its subscribed endpoints and one `token.revoked` audit row per
  * user, then deletes it. Its endpoints outlive it without a client (client_id NULL) until what
- * they have pending is delivered, then the cleanup job removes them (README "Decisions").
+ * they have pending is delivered, then the cleanup job removes them (docs/decisions.md).
  *
  * @example await admin.delete(await admin.find(clientId), { actor: OPERATOR });
  */

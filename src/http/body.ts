@@ -2,7 +2,7 @@
  * Request bodies of our own pages and APIs: a form (`application/x-www-form-urlencoded`) or JSON,
  * at most 16 kB, parsed into `ctx.request.body` for POST, PUT and PATCH. co-body does the
  * parsing (as it did inside koa-body, which this replaces: the service takes no file uploads, and
- * koa-body's multipart parser and option schema cost ≈ 10 MB of resident memory). A body that
+ * koa-body's multipart parser and option schema cost resident memory for nothing). A body that
  * does not decode is a 400 (`bodyParseError`), never a 500. The token endpoint reads its own form
  * (oidc/token-endpoint.ts).
  *

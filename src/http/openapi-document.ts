@@ -1,6 +1,6 @@
 /**
- * `GET /api/openapi.json`: the OpenAPI 3.1 description of every API path (issue 11 "Operable in
- * production"), served from `openapi.json` at the repository root (beside dist/ in the image).
+ * `GET /api/openapi.json`: the OpenAPI 3.1 description of every API path, served from
+ * `openapi.json` at the repository root (beside dist/ in the image).
  * Read once at start-up, so a missing or broken file stops the service before it listens.
  *
  * @example koa.use(openapiDocument());

@@ -8,7 +8,7 @@
  * (seconds); where two budgets apply, those of the one closer to exhaustion. Over a limit: 429,
  * `Retry-After` (whole seconds, at least 1) and the small JSON body `too_many_requests`, written
  * here, with no database work, hashing or rendering behind it (and no body parsing, except the
- * token form whose client_id a token request's budgets need; issue 9: one Redis round trip).
+ * token form whose client_id a token request's budgets need, spent in one Redis round trip).
  *
  * The address a request comes from is keyed as the limits (and the login guard) count it
  * ({@link clientAddress}):

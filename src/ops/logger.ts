@@ -62,7 +62,7 @@ function censor(value: unknown, path: readonly unknown[]): unknown {
 /**
  * Whether lines are printed readably (pino-pretty) rather than as JSON: only for a person, i.e.
  * when the stream is a terminal, and never in production, where a terminal is still a log shipper's
- * to read (issue 11: "readable output when stdout is a terminal in development").
+ * to read.
  *
  * @example createLogger({ level: config.logLevel, pretty: readableOutput(process.stdout, config.production) });
  */
@@ -101,7 +101,7 @@ export function createLogger({ level, pretty: readable = false, destination, std
  * stdout, written in chunks: lines gather until 8 kB or for at most {@link FLUSH_MS}, then go out
  * in one write from this thread. A line a request costs no write of its own, and no trip
  * through libuv's thread pool (an async write per line cost a `write` and two thread wake-ups
- * a request, more than the line itself: README "Performance"). What is gathered is written when
+ * a request, more than the line itself). What is gathered is written when
  * the process exits, however it exits, but for SIGKILL (up to {@link FLUSH_MS} of lines lost).
  */
 function bufferedStdout() {

@@ -1,5 +1,5 @@
 /**
- * The metrics listener (issue 11): `GET /metrics` in the Prometheus text format on METRICS_PORT,
+ * The metrics listener: `GET /metrics` in the Prometheus text format on METRICS_PORT,
  * a listener of its own so that metrics are never served on the public port. Anything else: 404.
  *
  * @example const server = await startMetricsServer(metrics.registry, config.metricsPort); … await server.close();

@@ -1,6 +1,6 @@
 /**
  * Routes what the process prints by other means through the logger, so that every line on
- * stdout is one JSON object (issue 11). oidc-provider writes its notices and warnings with
+ * stdout is one JSON object. oidc-provider writes its notices and warnings with
  * `console.info` / `console.warn` (lib/helpers/attention.js: "oidc-provider WARNING: already
  * parsed request body detected…"), and Node prints `process.emitWarning` warnings to stderr
  * through a default 'warning' listener.

@@ -66,7 +66,7 @@ export async function openEmbeddedPostgres(dataDir: string): Promise<EmbeddedPos
   fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const release = acquireLock(path.join(dataDir, 'pglite.lock'));
   try {
-    // Loaded only in embedded mode (issue 9 "Memory": load what a mode does not use only in that mode).
+    // Loaded only in embedded mode: a mode loads only what it uses.
     const { PGlite } = await import('@electric-sql/pglite');
     const pglite = await PGlite.create(path.join(dataDir, 'pglite'));
     return {

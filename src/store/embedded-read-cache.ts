@@ -1,7 +1,7 @@
 // Kept over lru-cache: the eviction here is one line, and this cache is dropped whole on every write, which lru-cache's clear() does in time proportional to its capacity.
 /**
- * An exact read cache for the embedded mode (issue 9, part 4: "One process owns the embedded
- * database (it holds the lock), so an in-process cache is exact there").
+ * An exact read cache for the embedded mode: one process owns the embedded database (it holds
+ * the lock), so an in-process cache is exact there.
  *
  * Every statement reaches PGlite through this process, so this process sees every write: the
  * hot reads (`db.sql` SELECTs: a token with its grant, user and client; a client with its

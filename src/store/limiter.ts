@@ -57,8 +57,8 @@ export interface Limiter {
 export interface LimiterOptions {
   /**
    * Remember, in this process, each key refused until its window ends, and refuse it again
-   * without asking the store (a flood of refused requests then costs no round trip: issue 9, "a
-   * 429 refusal stays ≥ 10× cheaper than a served token request"). Exact for budgets that are
+   * without asking the store (a flood of refused requests then costs no round trip: a 429 stays
+   * far cheaper than a served request). Exact for budgets that are
    * only ever consumed (a fixed window's count only rises until it ends); not for keys that are
    * rewarded, blocked or deleted (the client budget, the login guard).
    */

@@ -124,8 +124,8 @@ export const HUNG_PAUSE_MS = 1000;
  * `callTimeoutMs` bounds each call from the moment it is made, for a store whose calls are one
  * round trip each (Redis): the client's own timeout starts when a command is written, and ioredis
  * writes an auto-pipeline only once the one before it has answered, so a command queued behind a
- * hung one would wait two timeouts (issue 10: "a request never waits on a store longer than its
- * timeout plus a small margin").
+ * hung one would wait two timeouts (a request must never wait on a store longer than its
+ * timeout plus a small margin).
  *
  * @example const database = storeGuard('database'); await database(() => prisma.user.findUnique(…));
  */

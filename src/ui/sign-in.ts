@@ -44,7 +44,7 @@ const tooManyFailures = (seconds: number) => `Too many failed sign-in attempts. 
 /**
  * Checks the password unless the guard blocks; a block answers 429 with `Retry-After`. Each
  * attempt is audited. The typed username is kept only when it names a user: a name that names
- * nobody may be a password typed into the wrong field (README "Decisions").
+ * nobody may be a password typed into the wrong field (docs/decisions.md).
  */
 export async function signIn(ctx: Context, deps: SignInDependencies, place: SignInPlace, username: string, password: string): Promise<SignInOutcome> {
   const seen: { check?: LoginCheck } = {};

@@ -1,5 +1,5 @@
 /**
- * The bench's load drivers (issue 9: "drives it from another process (autocannon or Debian's
+ * The bench's load drivers ("drives it from another process (autocannon or Debian's
  * wrk)"): both take one spec and answer one JSON line, and each fresh input is sent once, a
  * rotated refresh token next in its chain. A tiny server records what it was sent.
  * No speed is asserted.

@@ -1,5 +1,5 @@
 /**
- * The arithmetic behind `npm run bench` (issue 9: "median of 3", ratios to an anchor, costs
+ * The arithmetic behind `npm run bench` ("median of 3", ratios to an anchor, costs
  * per request): what the printed table says must follow from the runs.
  */
 import { describe, expect, test } from '@jest/globals';

@@ -4,7 +4,7 @@
  * of cases against `node dist/launch.cjs`) and the fixed corpus in `npm test`
  * (test/http/fuzz-corpus.test.ts, a few hundred against the in-process app).
  *
- * Issue 10 / the brief's contract: every bad input gets a clear 4xx (the spec's JSON on API
+ * The contract: every bad input gets a clear 4xx (the spec's JSON on API
  * paths, a readable page in the browser), never a 5xx, a hang or internals in the body.
  *
  * @example for (const c of generateCases({ seed: 1, count: 300, context })) check(await sendCase(baseUrl, c));

@@ -1,5 +1,5 @@
 /**
- * Counts the store round trips one HTTP request costs (issue 9, "Round-trip budgets"):
+ * Counts the store round trips one HTTP request costs:
  * - PostgreSQL: every query a node-postgres client sends (`pg.Client#query`; a pooled query is
  *   one too). BEGIN and COMMIT of a transaction are round trips of their own and count.
  * - Redis: every write on a socket to Redis. ioredis writes a single command in one write and a

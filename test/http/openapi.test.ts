@@ -1,5 +1,5 @@
 /**
- * Issue 11: `openapi.json` is a valid OpenAPI 3.1 document, `GET /api/openapi.json` serves it
+ * `openapi.json` is a valid OpenAPI 3.1 document, `GET /api/openapi.json` serves it
  * as it is, and it tells the truth: real flows run against the app, and every live answer
  * (status, content type, required headers, body) must be one the document declares for that
  * path and method. An undocumented status or content type fails the test.

@@ -3,7 +3,7 @@
  * what it can without that store, and otherwise 503 `temporarily_unavailable` with Retry-After
  * (a readable page in the browser), or at the authorization endpoint the error sent back to the
  * client (RFC 6749 §4.1.2.1), having waited one timeout at most; health answers within 2 s; and
- * once the store is back every path works again without a restart. README "Failure behaviour".
+ * once the store is back every path works again without a restart. docs/failure-behaviour.md.
  *
  * The app runs on a private redis-server and a private Postgres cluster, which the test stops
  * (SIGKILL), pauses (SIGSTOP: a hung host), fills (Redis out of memory: it answers, refusing
@@ -23,7 +23,7 @@ import { startTestApp } from '../helpers/test-app.js';
 import type { TestApp } from '../helpers/test-app.js';
 
 /**
- * README "A hung store is waited on once": a request pays one timeout at most, with the documented
+ * docs/failure-behaviour.md "A hung store is waited on once": a request pays one timeout at most, with the documented
  * defaults: a Redis command's (REDIS_COMMAND_TIMEOUT_MS, 1 s), or PostgreSQL's statement timeout
  * and the client's margin after it (DATABASE_STATEMENT_TIMEOUT_MS, 2 s, + 0.5 s; a connection's,
  * DATABASE_CONNECT_TIMEOUT_MS, is 2 s). The margin is this busy machine's, short of a second
@@ -33,7 +33,7 @@ const ONE_TIMEOUT_MS = { redis: 1000, database: 2500 } as const;
 const MARGIN_MS = 700;
 const BOUND_MS = { redis: ONE_TIMEOUT_MS.redis + MARGIN_MS, database: ONE_TIMEOUT_MS.database + MARGIN_MS } as const;
 
-/** Issue 10: `/healthz/live` and `/healthz/ready` "both answer within 2 s whatever the stores do"; `/healthz` is readiness too. */
+/** `/healthz/live` and `/healthz/ready` both answer within 2 s whatever the stores do; `/healthz` is readiness too. */
 const HEALTH_BOUND_MS = 2000;
 const HEALTH_PATHS: ReadonlySet<string> = new Set(['/healthz', '/healthz/live', '/healthz/ready']);
 
@@ -215,7 +215,7 @@ describe('stores down or hung: bounded, clean answers, then recovery', () => {
   /**
    * RFC 6749 §4.1.2.1: where the client and its redirect_uri are already trusted (Postgres up),
    * the authorization endpoint sends the error back to the client. With Postgres down the client
-   * cannot be looked up: the 503 page (README "Failure behaviour").
+   * cannot be looked up: the 503 page (docs/failure-behaviour.md).
    */
   const ERROR_TO_CLIENT: Record<Store, ReadonlySet<string>> = {
     redis: new Set(['silent authorize', 'new authorize']),

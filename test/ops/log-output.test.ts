@@ -1,5 +1,5 @@
 /**
- * How the process writes its lines (src/main.ts, src/ops/logger.ts; README "Logs"): readable
+ * How the process writes its lines (src/main.ts, src/ops/logger.ts; docs/operations.md "Logs"): readable
  * lines (pino-pretty) for a person at a terminal outside production, one JSON object a line
  * otherwise; LOG_LEVEL drops the lines below it (at `warn`, the access lines) and keeps the rest,
  * the provider's warnings (the notice it prints as it loads too) and errors included. The last two
@@ -70,7 +70,7 @@ describe('node dist/launch.cjs', () => {
     let held: http.ClientRequest | undefined;
     try {
       expect((await fetch(`${instance.baseUrl}/healthz/live`)).status).toBe(200);
-      // A token request: the provider warns that its body was read before it (README "Logs").
+      // A token request: the provider warns that its body was read before it (docs/operations.md "Logs").
       const token = await fetch(`${instance.baseUrl}/api/token.php`, { method: 'POST', body: new URLSearchParams({ grant_type: 'authorization_code', code: 'x', client_id: 'nobody', client_secret: 'x' }) });
       expect(token.status).toBe(401);
       // A request still in flight at shutdown, past SHUTDOWN_TIMEOUT_MS: its body never ends, and

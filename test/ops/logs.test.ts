@@ -1,5 +1,5 @@
 /**
- * Structured logs (issue 11 "Operable in production"): whole flows run with the app's logger
+ * Structured logs: whole flows run with the app's logger
  * writing into a captured stream (the authorization flow, the token endpoint, the applications
  * page's sign-in, the settings page's sign-in and secret rotation, the webhooks API); no secret
  * of those flows appears in any line, every line is JSON, and one request can be followed by its

@@ -1,5 +1,5 @@
 /**
- * Closing the database when its server hangs (issue 10, "a drained shutdown"): a PostgreSQL that
+ * Closing the database when its server hangs: a PostgreSQL that
  * stops answering (SIGSTOP of a private cluster) answers no goodbye and no rollback, so close()
  * waits DATABASE_CONNECT_TIMEOUT_MS at most, with idle pooled connections, a connection lent to a
  * transaction and one whose statement hangs, then drops the sockets: the shutdown's deadline holds.

@@ -1,6 +1,6 @@
 /**
- * The PostgreSQL bounds of issue 10 ("statement timeout, idle-in-transaction timeout"), as the
- * server applies them to the pool's connections (`openDatabase`, README "Failure behaviour"):
+ * The PostgreSQL bounds (statement timeout, idle-in-transaction timeout), as the
+ * server applies them to the pool's connections (`openDatabase`, docs/failure-behaviour.md):
  * a statement running past DATABASE_STATEMENT_TIMEOUT_MS and a transaction left idle past
  * DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS are ended by the server, each a store failure (a 503,
  * never a 500), and the pool serves the next request on a working connection.

@@ -80,7 +80,7 @@ describe.each(['redis', 'memory'] as const)('limiters (%s)', (kind) => {
 });
 
 /**
- * Issue 10: "a request never waits on a store longer than its timeout plus a small margin", and
+ * A request never waits on a store longer than its timeout plus a small margin, and
  * "rate limits keep holding while Redis is out". A private redis-server, paused (SIGSTOP), never
  * the shared one.
  */

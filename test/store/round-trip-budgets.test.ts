@@ -1,5 +1,5 @@
 /**
- * Round-trip budgets (issue 9): what one request may cost the stores, on PostgreSQL + Redis.
+ * Round-trip budgets: what one request may cost the stores, on PostgreSQL + Redis.
  * Counted by wrapping the drivers (helpers/round-trips.ts), one request at a time.
  *
  * | request                                  | issue's budget   | held here (PostgreSQL, Redis)               |

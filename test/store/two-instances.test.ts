@@ -1,5 +1,5 @@
 /**
- * Issue 9 "Invariants": two service instances on the same PostgreSQL and Redis behave as one.
+ * Two service instances on the same PostgreSQL and Redis behave as one.
  * Whatever either instance keeps for speed (store/request-state.ts keeps reads for one request
  * only), a change made on A is seen by B on the very next request, and Redis is never the only
  * copy of anything issued.

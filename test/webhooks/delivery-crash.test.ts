@@ -1,5 +1,5 @@
 /**
- * Crash safety of delivery (README "Webhooks" → "Claiming", "Failure behaviour" → "Crash
+ * Crash safety of delivery (docs/webhooks.md "Claiming", docs/failure-behaviour.md "Crash
  * safety"): `kill -9` while attempts are in flight, held open by a receiver that takes the
  * request and never answers, leaves their messages leased to a worker that no longer exists.
  * After a restart on the same database each is sent again, with the same `webhook-id`, once its
