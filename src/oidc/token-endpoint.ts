@@ -22,8 +22,8 @@ import coBody from 'co-body';
 import type { Context, Middleware } from 'koa';
 import compose from 'koa-compose';
 import { errors } from 'oidc-provider';
-import { basicCredentials } from '../clients/credentials.js';
-import { canNameClient } from '../clients/metadata-document.js';
+import { basicCredentials, isWellFormedClientId } from '../clients/credentials.js';
+import { isMetadataDocumentClientId } from '../clients/metadata-document.js';
 import { ServiceError } from '../errors.js';
 import type { ErrorBody } from '../errors.js';
 import { noteClient } from '../http/access-log.js';
@@ -80,7 +80,8 @@ const spendBudgets = (admit: ClientAdmission): Middleware => async (ctx, next) =
   const form = formOf(ctx);
   if (!form) return next();
   const clientId = basicCredentials(ctx.get('authorization'))?.clientId ?? form.client_id;
-  const budgeted = typeof clientId === 'string' && canNameClient(clientId) ? clientId : undefined;
+  // An id we issued, or a metadata document's URL (its client is budgeted as any other).
+  const budgeted = typeof clientId === 'string' && (isWellFormedClientId(clientId) || isMetadataDocumentClientId(clientId)) ? clientId : undefined;
   if (budgeted) noteClient(ctx, budgeted);
   if (await admit(ctx, budgeted)) return next();
 };
