@@ -35,6 +35,8 @@ export interface Config {
   readonly redisKeyPrefix: string;
   readonly dataDir: string;
   readonly accessTokenTtl: number;
+  /** ID token lifetime in seconds (the provider's `ttl.IdToken`). */
+  readonly idTokenTtl: number;
   readonly authorizationCodeTtl: number;
   /** Absolute refresh-token lifetime in seconds, counted from the code exchange. */
   readonly refreshTokenTtl: number;
@@ -55,6 +57,7 @@ export interface Config {
   readonly cookieKeys: readonly string[] | undefined;
   /** Path to a private JWKS (signs ID tokens); unset outside production = generated under `dataDir`. */
   readonly jwksFile: string | undefined;
+  readonly signingKeys: SigningKeyConfig;
   readonly trustProxy: boolean;
   readonly tls: { readonly certFile: string; readonly keyFile: string } | undefined;
   /** How long each store may take before a request gives up on it (see {@link Timeouts}). */
@@ -106,6 +109,16 @@ export interface Timeouts {
   readonly adminTransactionMs: number;
   /** One webhook attempt: DNS, connect, send, response headers (README "Webhooks" → "Delivery"). */
   readonly webhookAttemptMs: number;
+}
+
+/** The signing keys kept in the database (docs/signing-keys.md). */
+export interface SigningKeyConfig {
+  /** KEYS_ENCRYPTION_KEY: 32 bytes sealing the keys' private parts; unset outside production = generated under `dataDir`. */
+  readonly encryptionKey: Buffer | undefined;
+  /** KEYS_POLL_INTERVAL_MS: how often an instance reads the key table for changes. */
+  readonly pollIntervalMs: number;
+  /** KEYS_RETIRE_LEEWAY: seconds a replaced key stays published after the last token it signed expired. */
+  readonly retireLeeway: number;
 }
 
 export class ConfigError extends Error {
@@ -215,6 +228,28 @@ function webhookTimes(env: Env): { webhookAttemptMs: number; webhookLeaseMs: num
   return { webhookAttemptMs, webhookLeaseMs };
 }
 
+/**
+ * KEYS_ENCRYPTION_KEY as bytes: 64 hex digits, or base64 / base64url of 32 bytes
+ * (`openssl rand -base64 32`). The value is a secret: an error never repeats it.
+ */
+export function encryptionKeyOf(raw: string, variable = 'KEYS_ENCRYPTION_KEY'): Buffer {
+  const text = raw.trim();
+  const bytes = /^[0-9a-f]{64}$/i.test(text) ? Buffer.from(text, 'hex')
+    : /^[\w+/-]{43}=?$/.test(text) ? Buffer.from(text.replaceAll('+', '-').replaceAll('/', '_').replace(/=$/, ''), 'base64url') : undefined;
+  if (bytes?.length !== 32) throw new ConfigError(variable, `must be 32 random bytes as 64 hex digits or base64 (openssl rand -base64 32); got ${text.length} characters`);
+  return bytes;
+}
+
+function signingKeyConfig(env: Env): SigningKeyConfig {
+  const raw = read(env, 'KEYS_ENCRYPTION_KEY');
+  return Object.freeze({
+    encryptionKey: raw === undefined ? undefined : encryptionKeyOf(raw),
+    // At most a minute: every instance picks up a rotation within one.
+    pollIntervalMs: integer(env, 'KEYS_POLL_INTERVAL_MS', 30_000, 100, 60_000),
+    retireLeeway: integer(env, 'KEYS_RETIRE_LEEWAY', 300, 0, 86_400),
+  });
+}
+
 /** Parses the environment. Throws {@link ConfigError} naming the first bad variable. */
 export function loadConfig(env: Env): Config {
   const nodeEnvRaw = read(env, 'NODE_ENV') ?? 'development';
@@ -272,6 +307,7 @@ export function loadConfig(env: Env): Config {
     redisKeyPrefix,
     dataDir: path.resolve(read(env, 'DATA_DIR') ?? 'data'),
     accessTokenTtl: integer(env, 'ACCESS_TOKEN_TTL', 3600, 1, 86_400),
+    idTokenTtl: integer(env, 'ID_TOKEN_TTL', 3600, 1, 86_400),
     authorizationCodeTtl: integer(env, 'AUTHORIZATION_CODE_TTL', 60, 1, 600),
     refreshTokenTtl: integer(env, 'REFRESH_TOKEN_TTL', 14 * 86_400, 60, 366 * 86_400),
     tokenRateLimitPerMinute: integer(env, 'TOKEN_RATE_LIMIT_PER_MINUTE', 5, 1, 1_000_000),
@@ -283,6 +319,7 @@ export function loadConfig(env: Env): Config {
     secretRotationGraceMs: rotationGrace(env),
     cookieKeys: keys ? Object.freeze(keys) : undefined,
     jwksFile,
+    signingKeys: signingKeyConfig(env),
     trustProxy,
     tls,
     timeouts: Object.freeze({
