@@ -55,7 +55,7 @@ export interface Config {
   readonly webhookAllowPrivateNetworks: boolean;
   /** Keys that sign cookies, newest first; unset outside production = generated under `dataDir`. */
   readonly cookieKeys: readonly string[] | undefined;
-  /** Path to a private JWKS (signs ID tokens); unset outside production = generated under `dataDir`. */
+  /** Path to a private JWKS that seeds the signing keys on first start (docs/signing-keys.md). */
   readonly jwksFile: string | undefined;
   readonly signingKeys: SigningKeyConfig;
   readonly trustProxy: boolean;
@@ -240,8 +240,9 @@ export function encryptionKeyOf(raw: string, variable = 'KEYS_ENCRYPTION_KEY'): 
   return bytes;
 }
 
-function signingKeyConfig(env: Env): SigningKeyConfig {
+function signingKeyConfig(env: Env, production: boolean): SigningKeyConfig {
   const raw = read(env, 'KEYS_ENCRYPTION_KEY');
+  if (production && raw === undefined) throw new ConfigError('KEYS_ENCRYPTION_KEY', 'is required when NODE_ENV=production');
   return Object.freeze({
     encryptionKey: raw === undefined ? undefined : encryptionKeyOf(raw),
     // At most a minute: every instance picks up a rotation within one.
@@ -274,7 +275,6 @@ export function loadConfig(env: Env): Config {
   if (production) {
     if (!https) throw new ConfigError('BASE_URL', 'must be https when NODE_ENV=production');
     if (keys === undefined) throw new ConfigError('COOKIE_KEYS', 'is required when NODE_ENV=production');
-    if (jwksFile === undefined) throw new ConfigError('JWKS_FILE', 'is required when NODE_ENV=production');
   }
   // Secure cookies can only be set on a request Koa sees as https: ours or a trusted proxy's.
   if (https && !tls && !trustProxy) {
@@ -319,7 +319,7 @@ export function loadConfig(env: Env): Config {
     secretRotationGraceMs: rotationGrace(env),
     cookieKeys: keys ? Object.freeze(keys) : undefined,
     jwksFile,
-    signingKeys: signingKeyConfig(env),
+    signingKeys: signingKeyConfig(env, production),
     trustProxy,
     tls,
     timeouts: Object.freeze({

@@ -12,8 +12,10 @@ import { tempDataDir } from './helpers/services.js';
 import { runNode } from './helpers/run-node.js';
 
 const KEY = 'k'.repeat(32);
+/** 32 bytes as KEYS_ENCRYPTION_KEY takes them (`openssl rand -base64 32`). */
+const ENCRYPTION_KEY = Buffer.alloc(32, 7).toString('base64');
 const PRODUCTION = {
-  NODE_ENV: 'production', BASE_URL: 'https://auth.example.com', TRUST_PROXY: 'true', COOKIE_KEYS: KEY, JWKS_FILE: '/etc/oauth/jwks.json',
+  NODE_ENV: 'production', BASE_URL: 'https://auth.example.com', TRUST_PROXY: 'true', COOKIE_KEYS: KEY, KEYS_ENCRYPTION_KEY: ENCRYPTION_KEY,
 };
 
 /** The ConfigError loadConfig throws for `env` (fails the test if it throws none or another). */
@@ -273,8 +275,9 @@ describe('a bad value throws ConfigError naming the variable', () => {
 });
 
 describe('NODE_ENV=production', () => {
-  test('accepts an https BASE_URL with COOKIE_KEYS and JWKS_FILE', () => {
-    expect(loadConfig(PRODUCTION)).toMatchObject({ nodeEnv: 'production', production: true, secureCookies: true });
+  test('accepts an https BASE_URL with COOKIE_KEYS and KEYS_ENCRYPTION_KEY; JWKS_FILE is optional (it seeds the keys)', () => {
+    expect(loadConfig(PRODUCTION)).toMatchObject({ nodeEnv: 'production', production: true, secureCookies: true, jwksFile: undefined });
+    expect(loadConfig({ ...PRODUCTION, JWKS_FILE: '/etc/oauth/jwks.json' }).jwksFile).toBe('/etc/oauth/jwks.json');
   });
 
   test('requires an https BASE_URL', () => {
@@ -290,11 +293,11 @@ describe('NODE_ENV=production', () => {
     expect(error.message).toMatch(/COOKIE_KEYS.*required/);
   });
 
-  test('requires JWKS_FILE', () => {
-    const { JWKS_FILE: _, ...env } = PRODUCTION;
+  test('requires KEYS_ENCRYPTION_KEY', () => {
+    const { KEYS_ENCRYPTION_KEY: _, ...env } = PRODUCTION;
     const error = configError(env);
-    expect(error.variable).toBe('JWKS_FILE');
-    expect(error.message).toMatch(/JWKS_FILE.*required/);
+    expect(error.variable).toBe('KEYS_ENCRYPTION_KEY');
+    expect(error.message).toMatch(/KEYS_ENCRYPTION_KEY.*required/);
   });
 });
 
@@ -345,6 +348,7 @@ describe('node dist/launch.cjs', () => {
     ['BASE_URL', { BASE_URL: 'http://localhost:3000/auth' }],
     ['NODE_ENV', { NODE_ENV: 'staging' }],
     ['COOKIE_KEYS', { NODE_ENV: 'production', BASE_URL: 'https://auth.example.com', TRUST_PROXY: 'true' }],
+    ['KEYS_ENCRYPTION_KEY', { NODE_ENV: 'production', BASE_URL: 'https://auth.example.com', TRUST_PROXY: 'true', COOKIE_KEYS: KEY }],
   ])('exits non-zero naming %s, without starting', async (variable, env) => {
     const run = await runNode('dist/launch.cjs', [], { DATA_DIR: dataDir, ...env }, 30_000);
     expect(run.timedOut).toBe(false);
