@@ -8,7 +8,6 @@ import type http from 'node:http';
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { Context } from 'koa';
-import mount from 'koa-mount';
 import type Provider from 'oidc-provider';
 import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
@@ -40,6 +39,9 @@ import { loginSessions } from './oidc/login-session.js';
 import { memoryAdapters } from './oidc/memory-adapter.js';
 import { createProvider } from './oidc/provider.js';
 import { recordProviderEvents } from './oidc/provider-events.js';
+import type { ProviderDependencies } from './oidc/provider.js';
+import { loadSigningKeys } from './oidc/key-rotation.js';
+import type { SigningKeys } from './oidc/key-rotation.js';
 import { redisAdapters } from './oidc/redis-adapter.js';
 import { DISCOVERY_PATHS, ROUTES, TOKEN_ISSUING_PATHS } from './oidc/routes.js';
 import { authorizeGlue, introspectGlue, resumeGlue, userinfoGlue } from './oidc/spec-glue.js';
@@ -109,8 +111,11 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   const log: Logger = typeof logging === 'function' ? logging : errorLog(logging);
   const db = await openDatabase(config);
   let redis: Redis | undefined;
+  let signingKeys: SigningKeys;
   try {
     await db.withConnection((sql) => migrate(sql));
+    // Signing keys from the database, rotated in stages (oidc/key-rotation.ts, docs/signing-keys.md).
+    signingKeys = await loadSigningKeys({ prisma: db.prisma, config, logger });
     redis = config.redisUrl ? await connectRedis(config.redisUrl, config.timeouts) : undefined;
   } catch (error) {
     await db.close();
@@ -165,9 +170,10 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   const changes = auditedChanges(webhooks, audit);
   const clientSettings = createClientSettings(changes, { graceMs: config.secretRotationGraceMs, clock });
 
-  const provider = createProvider({
+  const providerOptions: ProviderDependencies = {
     config,
     keys,
+    jwks: signingKeys.jwks,
     adapters: createAdapterFactory({
       durable: postgresAdapters(db, hot, send),
       shortLived: redis ? redisAdapters(redis, config.redisKeyPrefix) : memory!.adapters,
@@ -180,7 +186,8 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
       respondError(ctx, { error, error_description: String(out.error_description ?? '') }, specStatus(error, ctx.status >= 400 ? ctx.status : 400));
     },
     checkClientSecret: checkSecret,
-  });
+  };
+  const provider = createProvider(providerOptions);
   provider.on('server_error', (ctx, error) => log(error, ctx));
   recordProviderEvents({ provider, audit, webhooks, tokenIssued: metrics.registry ? metrics.tokenIssued : undefined, send, log: (error, ctx) => log(error, ctx) });
   const cleanup = startCleanup(db.prisma, { auditRetentionDays: config.auditRetentionDays, log: (error) => log(error) });
@@ -208,7 +215,8 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
 
   // The provider's endpoints that the spec reshapes, each with its glue in front of the provider
   // (oidc/token-endpoint.ts, oidc/spec-glue.ts); the provider serves the others as they are.
-  const toProvider = mount(provider);
+  // mount(provider), with a provider rebuilt whenever the signing keys change (oidc/key-rotation.ts).
+  const toProvider = signingKeys.serve(provider, (jwks) => createProvider({ ...providerOptions, jwks }), { audit, log: (error) => log(error) });
   const oauth = new Router({ strict: true, sensitive: true })
     .get(ROUTES.authorization, authorizeGlue(respondError), toProvider)
     .all(new RegExp(`^${ROUTES.authorization.replace('.', '\\.')}/[^/]+$`), resumeGlue, toProvider)
@@ -279,7 +287,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
       inFlight.startDraining();
       const settled = await inFlight.settled(timeoutMs);
       await metricsServer?.close();
-      await Promise.all([cleanup.stop(), webhooks.stop()]); // stop() aborts attempts in flight and releases their claims
+      await Promise.all([cleanup.stop(), webhooks.stop(), signingKeys.stop()]); // stop() aborts attempts in flight and releases their claims
       memory?.close();
       redis?.disconnect();
       await db.close();

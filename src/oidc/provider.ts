@@ -15,11 +15,14 @@ import type { Keys } from '../store/keys.js';
 import { CLAIMS } from '../accounts/provider-account.js';
 import { metadataDigests, PREVIOUS_SECRET_METADATA } from './adapter.js';
 import type { AdapterFor } from './adapter.js';
+import type { Jwks } from './key-rotation.js';
 import { interactionPath, ROUTES } from './routes.js';
 
 export interface ProviderDependencies {
   config: Config;
   keys: Keys;
+  /** The signing keys in force, the signing one first (oidc/key-rotation.ts). */
+  jwks: Jwks;
   adapters: AdapterFor;
   findAccount: FindAccount;
   /** Renders an error that must not go back to the client (untrusted client or redirect_uri). */
@@ -108,7 +111,7 @@ export function createProvider(deps: ProviderDependencies): Provider {
     ttl: {
       AccessToken: config.accessTokenTtl,
       AuthorizationCode: config.authorizationCodeTtl,
-      IdToken: 3600,
+      IdToken: config.idTokenTtl,
       Interaction: 3600,
       Session: 14 * 24 * 3600,
       Grant: grantTtl,
@@ -121,7 +124,7 @@ export function createProvider(deps: ProviderDependencies): Provider {
       },
     },
     cookies: { keys: keys.cookieKeys, long: cookie, short: cookie },
-    jwks: keys.jwks as Configuration['jwks'],
+    jwks: deps.jwks as Configuration['jwks'],
     enabledJWA: {
       clientAuthSigningAlgValues: ASYMMETRIC,
       requestObjectSigningAlgValues: ASYMMETRIC,
