@@ -17,20 +17,22 @@ export interface OpenKey extends ScheduledKey {
 }
 
 export function keyReader(store: SigningKeyStore, seal: KeyEncryption) {
-  let offset = 0; // the database's clock minus ours
   let opened = new Map<string, JsonWebKey>(); // by sealed text
-  return {
+  const reader = {
+    /** The database's clock minus ours, in ms, as of the last read. */
+    offset: 0,
     /** Now, on the database's clock. */
-    clock: () => Date.now() + offset,
+    clock: () => Date.now() + reader.offset,
 
     async read(): Promise<OpenKey[]> {
       const { keys: rows } = await store.read();
       const before = Date.now();
       const now = await store.now();
-      offset = now.getTime() - (before + Date.now()) / 2;
+      reader.offset = now.getTime() - (before + Date.now()) / 2;
       const keys = rows.map((row) => ({ ...row, sealed: row.sealed!, privateJwk: opened.get(row.sealed!) ?? seal.open(row.kid, row.sealed!) }));
       opened = new Map(keys.map((key) => [key.sealed, key.privateJwk]));
       return keys;
     },
   };
+  return reader;
 }

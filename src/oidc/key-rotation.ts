@@ -19,7 +19,6 @@
  * @see docs/signing-keys.md
  * @example const keys = await loadSigningKeys({ …deps }); koa.use(keys.serve(provider, (jwks) => createProvider({ …, jwks })));
  */
-import type { JsonWebKey } from 'node:crypto';
 import type { Middleware } from 'koa';
 import mount from 'koa-mount';
 import type Provider from 'oidc-provider';
@@ -34,10 +33,10 @@ import { keyReader } from './key-reader.js';
 import type { OpenKey } from './key-reader.js';
 import { jwksFileKeys, seedRows, seedSource } from './key-seed.js';
 import { changesAfter, publishedAt, retireAfterMs, stateAt } from './key-schedule.js';
+import { servedByMoment } from './provider.js';
+import type { Jwks } from './provider.js';
 
-export interface Jwks {
-  keys: JsonWebKey[];
-}
+export type { Jwks };
 
 export interface SigningKeys {
   /** The keys in force now, the signing one first: the first provider's `jwks`. */
@@ -88,7 +87,8 @@ export async function loadSigningKeys({ prisma, config, logger }: SigningKeyDepe
     if (unknown.length) logger.warn({ kids: unknown }, 'JWKS_FILE holds keys that are not in use: the database\'s keys sign (keys:list, keys:rotate)');
   }
 
-  let stages: Stage[] = [];
+  // Read by each request (provider.ts servedByMoment): plain data, replaced as the reads go.
+  const planned = { stages: [] as Stage[], offset: reader.offset };
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
   let stopped = false;
@@ -115,7 +115,8 @@ export async function loadSigningKeys({ prisma, config, logger }: SigningKeyDepe
         next[0]!.from = -Infinity;
         built.clear();
         for (const stage of next) built.set(stage.order, stage.serve);
-        stages = next;
+        planned.stages = next;
+        planned.offset = reader.offset;
       };
       const poll = async () => {
         keys = await reader.read();
@@ -140,18 +141,7 @@ export async function loadSigningKeys({ prisma, config, logger }: SigningKeyDepe
       plan();
       schedule(Date.now());
 
-      let serving = '';
-      return (ctx, next) => {
-        const now = clock();
-        let stage = stages[0]!;
-        for (const candidate of stages) if (candidate.from <= now) stage = candidate;
-        if (stage.order !== serving) {
-          serving = stage.order;
-          const [kid, ...others] = serving.split(' ');
-          logger.info({ kid, also_published: others }, 'signing keys in use');
-        }
-        return stage.serve(ctx, next);
-      };
+      return servedByMoment(planned, logger);
     },
 
     async stop() {

@@ -15,8 +15,10 @@ import type { Keys } from '../store/keys.js';
 import { CLAIMS } from '../accounts/provider-account.js';
 import { metadataDigests, PREVIOUS_SECRET_METADATA } from './adapter.js';
 import type { AdapterFor } from './adapter.js';
-import type { Jwks } from './key-rotation.js';
+import type { JsonWebKey } from 'node:crypto';
 import { interactionPath, ROUTES } from './routes.js';
+import type { Middleware } from 'koa';
+import type { Logger } from '../ops/logger.js';
 
 export interface ProviderDependencies {
   config: Config;
@@ -57,6 +59,38 @@ function interactionPolicyWithAccountCheck(): interactionPolicy.Prompt[] {
     (ctx) => Boolean(ctx.oidc.session?.accountId && !ctx.oidc.account),
   ));
   return policy;
+}
+
+/** A private JWK set: the provider's `jwks`, the signing key first. */
+export interface Jwks {
+  keys: JsonWebKey[];
+}
+
+/** The providers built for the moments the published keys change (oidc/key-rotation.ts plans them). */
+export interface ProviderStages {
+  /** From `from` (ms, on the database's clock; the first from the start of time) `serve` answers, its keys being `order`. */
+  readonly stages: readonly { readonly from: number; readonly order: string; readonly serve: Middleware }[];
+  /** The database's clock minus ours, in ms. */
+  readonly offset: number;
+}
+
+/**
+ * Serves each request with the provider of the moment it arrives, so every instance switches
+ * signing keys at the stored instant, not at its next read of the key table; a switch is logged.
+ */
+export function servedByMoment(planned: ProviderStages, logger: Pick<Logger, 'info'>): Middleware {
+  let serving = '';
+  return (ctx, next) => {
+    const now = Date.now() + planned.offset;
+    let stage = planned.stages[0]!;
+    for (const candidate of planned.stages) if (candidate.from <= now) stage = candidate;
+    if (stage.order !== serving) {
+      serving = stage.order;
+      const [kid, ...others] = serving.split(' ');
+      logger.info({ kid, also_published: others }, 'signing keys in use');
+    }
+    return stage.serve(ctx, next);
+  };
 }
 
 export function createProvider(deps: ProviderDependencies): Provider {
@@ -164,7 +198,7 @@ export function createProvider(deps: ProviderDependencies): Provider {
 
   provider.proxy = config.trustProxy;
 
-  // Stored client_secret is a SHA-256 digest (clients/secret.ts explains why); compare against it,
+  // Stored client_secret is a SHA-256 digest (clients/credentials.ts explains why); compare against it,
   // and against the previous secret's while its grace lasts.
   provider.Client.prototype.compareClientSecret = function compareClientSecret(this: { clientId: string; clientSecret: string }, actual: string) {
     const requestId = (Provider.ctx?.state as { requestId?: string } | undefined)?.requestId;
