@@ -8,7 +8,6 @@ import type http from 'node:http';
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { Context } from 'koa';
-import mount from 'koa-mount';
 import type Provider from 'oidc-provider';
 import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
@@ -44,9 +43,15 @@ import { revocationAnnouncer } from './oidc/grant-revocations.js';
 import { loginSessions } from './oidc/login-session.js';
 import { memoryAdapters } from './oidc/memory-adapter.js';
 import { jwtIntrospection } from './oidc/jwt-introspection.js';
+import { publishedAt } from './oidc/key-schedule.js';
+import { signingKeyStore } from './store/signing-keys.js';
+import type { JWK } from 'jose';
 import { createProvider } from './oidc/provider.js';
 import { checkRegisteredMetadata } from './oidc/registered-client.js';
 import { recordProviderEvents } from './oidc/provider-events.js';
+import type { ProviderDependencies } from './oidc/provider.js';
+import { loadSigningKeys } from './oidc/key-rotation.js';
+import type { SigningKeys } from './oidc/key-rotation.js';
 import { redisAdapters } from './oidc/redis-adapter.js';
 import { DISCOVERY_PATHS, ROUTES, TOKEN_ISSUING_PATHS } from './oidc/routes.js';
 import { authorizeGlue, introspectGlue, resumeGlue, userinfoGlue } from './oidc/spec-glue.js';
@@ -118,8 +123,11 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   const log: Logger = typeof logging === 'function' ? logging : errorLog(logging);
   const db = await openDatabase(config);
   let redis: Redis | undefined;
+  let signingKeys: SigningKeys;
   try {
     await db.withConnection((sql) => migrate(sql));
+    // Signing keys from the database, rotated in stages (oidc/key-rotation.ts, docs/signing-keys.md).
+    signingKeys = await loadSigningKeys({ prisma: db.prisma, config, logger });
     redis = config.redisUrl ? await connectRedis(config.redisUrl, config.timeouts) : undefined;
   } catch (error) {
     await db.close();
@@ -177,9 +185,10 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   const resources = createResourceStore({ prisma: db.prisma, configured: config.standardClients.resources, audit });
   const documents = config.standardClients.metadataDocuments;
 
-  const provider = createProvider({
+  const providerOptions: ProviderDependencies = {
     config,
     keys,
+    jwks: signingKeys.jwks,
     adapters: createAdapterFactory({
       durable: postgresAdapters(db, hot, send),
       shortLived: redis ? redisAdapters(redis, config.redisKeyPrefix) : memory!.adapters,
@@ -197,7 +206,8 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     checkClientSecret: checkSecret,
     findResource: resources.find,
     fetch: guardedFetch({ ...documents, allowPrivate: documents.allowPrivateNetworks }) as never,
-  });
+  };
+  const provider = createProvider(providerOptions);
   provider.on('server_error', (ctx, error) => log(error, ctx));
   recordProviderEvents({ provider, audit, webhooks, tokenIssued: metrics.registry ? metrics.tokenIssued : undefined, send, log: (error, ctx) => log(error, ctx) });
   const cleanup = startCleanup(db.prisma, {
@@ -209,7 +219,16 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   // A metadata document's client is public (clients/metadata-document.ts); ours are when they have no secret.
   const isPublicClient = async (clientId: string) => isMetadataDocumentClientId(clientId)
     || (isWellFormedClientId(clientId) && (await hot.findClient(clientId))?.clientSecretHash === null);
-  const introspectJwt = jwtIntrospection({ issuer: config.baseUrl, signingKeys: () => keys.jwks.keys, findGrant: (grantId) => provider.Grant.find(grantId) });
+  const keyStore = signingKeyStore(db.prisma);
+  const introspectJwt = jwtIntrospection({
+    issuer: config.baseUrl,
+    // The keys published now, read from the key table (oidc/key-schedule.ts): a rare request's read.
+    publicKeys: async () => {
+      const { keys: stored, now } = await keyStore.read();
+      return publishedAt(stored, now.getTime()).map((key) => ({ ...key.publicJwk, kid: key.kid, alg: key.alg }) as JWK);
+    },
+    findGrant: (grantId) => provider.Grant.find(grantId),
+  });
 
   const body = parseBody(); // forms and JSON of our own pages and APIs, at most 16 kB
 
@@ -234,7 +253,8 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
 
   // The provider's endpoints that the spec reshapes, each with its glue in front of the provider
   // (oidc/token-endpoint.ts, oidc/spec-glue.ts); the provider serves the others as they are.
-  const toProvider = mount(provider);
+  // mount(provider), with a provider rebuilt whenever the signing keys change (oidc/key-rotation.ts).
+  const toProvider = signingKeys.serve(provider, (jwks) => createProvider({ ...providerOptions, jwks }), { audit, log: (error) => log(error) });
   const oauth = new Router({ strict: true, sensitive: true })
     .get(ROUTES.authorization, authorizeGlue(respondError, async (indicator) => (await resources.find(indicator))?.scopes.join(' ')), toProvider)
     .all(new RegExp(`^${ROUTES.authorization.replace('.', '\\.')}/[^/]+$`), resumeGlue, toProvider)
@@ -313,7 +333,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
       inFlight.startDraining();
       const settled = await inFlight.settled(timeoutMs);
       await metricsServer?.close();
-      await Promise.all([cleanup.stop(), webhooks.stop()]); // stop() aborts attempts in flight and releases their claims
+      await Promise.all([cleanup.stop(), webhooks.stop(), signingKeys.stop()]); // stop() aborts attempts in flight and releases their claims
       memory?.close();
       redis?.disconnect();
       await db.close();

@@ -6,7 +6,7 @@
  *
  * Exit codes: 0 done; 1 refused (no such user or client, a value that cannot be used, the
  * database unreachable or in use, a change that ran out of time and was rolled back, a bad
- * configuration variable); 2 a wrong command line (unknown command or option, a missing or
+ * configuration variable, a key rotation that cannot be made now); 2 a wrong command line (unknown command or option, a missing or
  * extra argument), with the usage.
  */
 import { ClientInputError } from './clients/client-store.js';
@@ -16,6 +16,7 @@ import { DatabaseError } from './cli/admin.js';
 import { ArgumentError, UsageError } from './cli/args.js';
 import { AUDIT_VERBS } from './cli/audit.js';
 import { CLIENT_VERBS } from './cli/clients.js';
+import { KEY_VERBS } from './cli/keys.js';
 import { RESOURCE_VERBS } from './cli/resources.js';
 import { SETUP_VERBS } from './cli/setup.js';
 import { TOKEN_VERBS } from './cli/tokens.js';
@@ -25,11 +26,12 @@ import type { Verb, VerbTable } from './cli/verb.js';
 import { ConfigError } from './config.js';
 import { DatabaseInUseError } from './store/embedded-postgres.js';
 import { ResourceInputError } from './resource-rules.js';
+import { KeyRotationError } from './store/signing-keys.js';
 
-const VERBS: VerbTable = { ...USER_VERBS, ...CLIENT_VERBS, ...RESOURCE_VERBS, ...TOKEN_VERBS, ...AUDIT_VERBS, ...SETUP_VERBS };
+const VERBS: VerbTable = { ...USER_VERBS, ...CLIENT_VERBS, ...RESOURCE_VERBS, ...TOKEN_VERBS, ...AUDIT_VERBS, ...SETUP_VERBS, ...KEY_VERBS };
 
 /** Errors an operator can act on: said in one line, without a stack trace. */
-const REFUSALS = [NotFoundError, ArgumentError, UserInputError, ClientInputError, ResourceInputError, ConfigError, DatabaseInUseError, DatabaseError];
+const REFUSALS = [NotFoundError, ArgumentError, UserInputError, ClientInputError, ResourceInputError, ConfigError, DatabaseInUseError, DatabaseError, KeyRotationError];
 
 const usageOf = (name: string, verb: Verb) => `usage: node dist/cli.js ${name}${verb.usage ? ` ${verb.usage}` : ''}`;
 

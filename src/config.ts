@@ -37,6 +37,8 @@ export interface Config {
   readonly redisKeyPrefix: string;
   readonly dataDir: string;
   readonly accessTokenTtl: number;
+  /** ID token lifetime in seconds (the provider's `ttl.IdToken`). */
+  readonly idTokenTtl: number;
   readonly authorizationCodeTtl: number;
   /** Absolute refresh-token lifetime in seconds, counted from the code exchange. */
   readonly refreshTokenTtl: number;
@@ -55,8 +57,9 @@ export interface Config {
   readonly webhookAllowPrivateNetworks: boolean;
   /** Keys that sign cookies, newest first; unset outside production = generated under `dataDir`. */
   readonly cookieKeys: readonly string[] | undefined;
-  /** Path to a private JWKS (signs ID tokens); unset outside production = generated under `dataDir`. */
+  /** Path to a private JWKS that seeds the signing keys on first start (docs/signing-keys.md). */
   readonly jwksFile: string | undefined;
+  readonly signingKeys: SigningKeyConfig;
   readonly trustProxy: boolean;
   readonly tls: { readonly certFile: string; readonly keyFile: string } | undefined;
   /** How long each store may take before a request gives up on it (see {@link Timeouts}). */
@@ -131,6 +134,16 @@ export interface Timeouts {
   readonly adminTransactionMs: number;
   /** One webhook attempt: DNS, connect, send, response headers (README "Webhooks" → "Delivery"). */
   readonly webhookAttemptMs: number;
+}
+
+/** The signing keys kept in the database (docs/signing-keys.md). */
+export interface SigningKeyConfig {
+  /** KEYS_ENCRYPTION_KEY: 32 bytes sealing the keys' private parts; unset outside production = generated under `dataDir`. */
+  readonly encryptionKey: Buffer | undefined;
+  /** KEYS_POLL_INTERVAL_MS: how often an instance reads the key table for changes. */
+  readonly pollIntervalMs: number;
+  /** KEYS_RETIRE_LEEWAY: seconds a replaced key stays published after the last token it signed expired. */
+  readonly retireLeeway: number;
 }
 
 export class ConfigError extends Error {
@@ -295,6 +308,29 @@ function standardClients(env: Env): StandardClients {
   });
 }
 
+/**
+ * KEYS_ENCRYPTION_KEY as bytes: 64 hex digits, or base64 / base64url of 32 bytes
+ * (`openssl rand -base64 32`). The value is a secret: an error never repeats it.
+ */
+export function encryptionKeyOf(raw: string, variable = 'KEYS_ENCRYPTION_KEY'): Buffer {
+  const text = raw.trim();
+  const bytes = /^[0-9a-f]{64}$/i.test(text) ? Buffer.from(text, 'hex')
+    : /^[\w+/-]{43}=?$/.test(text) ? Buffer.from(text.replaceAll('+', '-').replaceAll('/', '_').replace(/=$/, ''), 'base64url') : undefined;
+  if (bytes?.length !== 32) throw new ConfigError(variable, `must be 32 random bytes as 64 hex digits or base64 (openssl rand -base64 32); got ${text.length} characters`);
+  return bytes;
+}
+
+function signingKeyConfig(env: Env, production: boolean): SigningKeyConfig {
+  const raw = read(env, 'KEYS_ENCRYPTION_KEY');
+  if (production && raw === undefined) throw new ConfigError('KEYS_ENCRYPTION_KEY', 'is required when NODE_ENV=production');
+  return Object.freeze({
+    encryptionKey: raw === undefined ? undefined : encryptionKeyOf(raw),
+    // At most a minute: every instance picks up a rotation within one.
+    pollIntervalMs: integer(env, 'KEYS_POLL_INTERVAL_MS', 30_000, 100, 60_000),
+    retireLeeway: integer(env, 'KEYS_RETIRE_LEEWAY', 300, 0, 86_400),
+  });
+}
+
 /** Parses the environment. Throws {@link ConfigError} naming the first bad variable. */
 export function loadConfig(env: Env): Config {
   const nodeEnvRaw = read(env, 'NODE_ENV') ?? 'development';
@@ -319,7 +355,6 @@ export function loadConfig(env: Env): Config {
   if (production) {
     if (!https) throw new ConfigError('BASE_URL', 'must be https when NODE_ENV=production');
     if (keys === undefined) throw new ConfigError('COOKIE_KEYS', 'is required when NODE_ENV=production');
-    if (jwksFile === undefined) throw new ConfigError('JWKS_FILE', 'is required when NODE_ENV=production');
   }
   // Secure cookies can only be set on a request Koa sees as https: ours or a trusted proxy's.
   if (https && !tls && !trustProxy) {
@@ -352,6 +387,7 @@ export function loadConfig(env: Env): Config {
     redisKeyPrefix,
     dataDir: path.resolve(read(env, 'DATA_DIR') ?? 'data'),
     accessTokenTtl: integer(env, 'ACCESS_TOKEN_TTL', 3600, 1, 86_400),
+    idTokenTtl: integer(env, 'ID_TOKEN_TTL', 3600, 1, 86_400),
     authorizationCodeTtl: integer(env, 'AUTHORIZATION_CODE_TTL', 60, 1, 600),
     refreshTokenTtl: integer(env, 'REFRESH_TOKEN_TTL', 14 * 86_400, 60, 366 * 86_400),
     tokenRateLimitPerMinute: integer(env, 'TOKEN_RATE_LIMIT_PER_MINUTE', 5, 1, 1_000_000),
@@ -364,6 +400,7 @@ export function loadConfig(env: Env): Config {
     standardClients: standardClients(env),
     cookieKeys: keys ? Object.freeze(keys) : undefined,
     jwksFile,
+    signingKeys: signingKeyConfig(env, production),
     trustProxy,
     tls,
     timeouts: Object.freeze({

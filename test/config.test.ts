@@ -13,8 +13,10 @@ import { tempDataDir } from './helpers/services.js';
 import { runNode } from './helpers/run-node.js';
 
 const KEY = 'k'.repeat(32);
+/** 32 bytes as KEYS_ENCRYPTION_KEY takes them (`openssl rand -base64 32`). */
+const ENCRYPTION_KEY = Buffer.alloc(32, 7).toString('base64');
 const PRODUCTION = {
-  NODE_ENV: 'production', BASE_URL: 'https://auth.example.com', TRUST_PROXY: 'true', COOKIE_KEYS: KEY, JWKS_FILE: '/etc/oauth/jwks.json',
+  NODE_ENV: 'production', BASE_URL: 'https://auth.example.com', TRUST_PROXY: 'true', COOKIE_KEYS: KEY, KEYS_ENCRYPTION_KEY: ENCRYPTION_KEY,
 };
 
 describe('loadConfig defaults', () => {
@@ -31,6 +33,7 @@ describe('loadConfig defaults', () => {
       redisKeyPrefix: 'oauth:',
       dataDir: path.resolve('data'),
       accessTokenTtl: 3600,
+      idTokenTtl: 3600,
       authorizationCodeTtl: 60,
       refreshTokenTtl: 1_209_600,
       tokenRateLimitPerMinute: 5,
@@ -40,6 +43,7 @@ describe('loadConfig defaults', () => {
       webhookAllowPrivateNetworks: false,
       cookieKeys: undefined,
       jwksFile: undefined,
+      signingKeys: { encryptionKey: undefined, pollIntervalMs: 30_000, retireLeeway: 300 },
       trustProxy: false,
       tls: undefined,
       timeouts: {
@@ -92,6 +96,7 @@ describe('loadConfig defaults', () => {
       DATA_DIR: '/var/lib/oauth',
       DATABASE_BATCHING: 'Off',
       ACCESS_TOKEN_TTL: '600',
+      ID_TOKEN_TTL: '900',
       AUTHORIZATION_CODE_TTL: '30',
       REFRESH_TOKEN_TTL: '86400',
       TOKEN_RATE_LIMIT_PER_MINUTE: '10',
@@ -102,6 +107,9 @@ describe('loadConfig defaults', () => {
       WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
       COOKIE_KEYS: `${KEY}, ${'n'.repeat(40)}`,
       JWKS_FILE: '/etc/oauth/jwks.json',
+      KEYS_ENCRYPTION_KEY: 'ab'.repeat(32),
+      KEYS_POLL_INTERVAL_MS: '5000',
+      KEYS_RETIRE_LEEWAY: '60',
       NODE_ENV: 'test',
       TRUST_PROXY: 'false',
       TLS_CERT_FILE: '/etc/oauth/cert.pem',
@@ -134,6 +142,7 @@ describe('loadConfig defaults', () => {
       redisKeyPrefix: 'auth:',
       dataDir: '/var/lib/oauth',
       accessTokenTtl: 600,
+      idTokenTtl: 900,
       authorizationCodeTtl: 30,
       refreshTokenTtl: 86_400,
       tokenRateLimitPerMinute: 10,
@@ -143,6 +152,7 @@ describe('loadConfig defaults', () => {
       webhookAllowPrivateNetworks: true,
       cookieKeys: [KEY, 'n'.repeat(40)],
       jwksFile: '/etc/oauth/jwks.json',
+      signingKeys: { encryptionKey: Buffer.alloc(32, 0xab), pollIntervalMs: 5000, retireLeeway: 60 },
       trustProxy: false,
       tls: { certFile: '/etc/oauth/cert.pem', keyFile: '/etc/oauth/key.pem' },
       timeouts: {
@@ -193,6 +203,15 @@ describe('a bad value throws ConfigError naming the variable', () => {
     ['DATABASE_BATCHING', { DATABASE_BATCHING: 'always' }],
     ['ACCESS_TOKEN_TTL', { ACCESS_TOKEN_TTL: '0' }],
     ['ACCESS_TOKEN_TTL', { ACCESS_TOKEN_TTL: 'an hour' }],
+    ['ID_TOKEN_TTL', { ID_TOKEN_TTL: '0' }],
+    ['ID_TOKEN_TTL', { ID_TOKEN_TTL: '1h' }],
+    ['KEYS_ENCRYPTION_KEY', { KEYS_ENCRYPTION_KEY: 'too short' }],
+    ['KEYS_ENCRYPTION_KEY', { KEYS_ENCRYPTION_KEY: 'ab'.repeat(31) }], // 31 bytes
+    ['KEYS_ENCRYPTION_KEY', { KEYS_ENCRYPTION_KEY: `${'x'.repeat(42)}!` }],
+    ['KEYS_POLL_INTERVAL_MS', { KEYS_POLL_INTERVAL_MS: '99' }],
+    // Every instance must pick a rotation up within a minute.
+    ['KEYS_POLL_INTERVAL_MS', { KEYS_POLL_INTERVAL_MS: '60001' }],
+    ['KEYS_RETIRE_LEEWAY', { KEYS_RETIRE_LEEWAY: '-1' }],
     ['AUTHORIZATION_CODE_TTL', { AUTHORIZATION_CODE_TTL: '0' }],
     ['AUTHORIZATION_CODE_TTL', { AUTHORIZATION_CODE_TTL: '3600' }],
     ['REFRESH_TOKEN_TTL', { REFRESH_TOKEN_TTL: '59' }],
@@ -253,8 +272,9 @@ describe('a bad value throws ConfigError naming the variable', () => {
 });
 
 describe('NODE_ENV=production', () => {
-  test('accepts an https BASE_URL with COOKIE_KEYS and JWKS_FILE', () => {
-    expect(loadConfig(PRODUCTION)).toMatchObject({ nodeEnv: 'production', production: true, secureCookies: true });
+  test('accepts an https BASE_URL with COOKIE_KEYS and KEYS_ENCRYPTION_KEY; JWKS_FILE is optional (it seeds the keys)', () => {
+    expect(loadConfig(PRODUCTION)).toMatchObject({ nodeEnv: 'production', production: true, secureCookies: true, jwksFile: undefined });
+    expect(loadConfig({ ...PRODUCTION, JWKS_FILE: '/etc/oauth/jwks.json' }).jwksFile).toBe('/etc/oauth/jwks.json');
   });
 
   test('requires an https BASE_URL', () => {
@@ -270,11 +290,27 @@ describe('NODE_ENV=production', () => {
     expect(error.message).toMatch(/COOKIE_KEYS.*required/);
   });
 
-  test('requires JWKS_FILE', () => {
-    const { JWKS_FILE: _, ...env } = PRODUCTION;
+  test('requires KEYS_ENCRYPTION_KEY', () => {
+    const { KEYS_ENCRYPTION_KEY: _, ...env } = PRODUCTION;
     const error = configError(env);
-    expect(error.variable).toBe('JWKS_FILE');
-    expect(error.message).toMatch(/JWKS_FILE.*required/);
+    expect(error.variable).toBe('KEYS_ENCRYPTION_KEY');
+    expect(error.message).toMatch(/KEYS_ENCRYPTION_KEY.*required/);
+  });
+});
+
+describe('KEYS_ENCRYPTION_KEY', () => {
+  test('takes 32 bytes as hex, base64 or base64url', () => {
+    const bytes = Buffer.from(Array.from({ length: 32 }, (_, i) => 250 - i * 3));
+    for (const text of [bytes.toString('hex'), bytes.toString('hex').toUpperCase(), bytes.toString('base64'), bytes.toString('base64url'), ` ${bytes.toString('base64')}\n`]) {
+      expect(loadConfig({ KEYS_ENCRYPTION_KEY: text }).signingKeys.encryptionKey).toEqual(bytes);
+    }
+  });
+
+  test('a bad value is refused without being repeated', () => {
+    const secret = `${'s3cr3t'.repeat(7)}`;
+    const error = configError({ KEYS_ENCRYPTION_KEY: secret });
+    expect(error.message).toMatch(/32 random bytes/);
+    expect(error.message).not.toContain(secret);
   });
 });
 
@@ -284,6 +320,7 @@ describe('the result', () => {
     expect(Object.isFrozen(config)).toBe(true);
     expect(Object.isFrozen(config.cookieKeys)).toBe(true);
     expect(Object.isFrozen(config.tls)).toBe(true);
+    expect(Object.isFrozen(config.signingKeys)).toBe(true);
     expect(() => { (config as { port: number }).port = 1; }).toThrow(TypeError);
   });
 
@@ -308,6 +345,7 @@ describe('node dist/launch.cjs', () => {
     ['BASE_URL', { BASE_URL: 'http://localhost:3000/auth' }],
     ['NODE_ENV', { NODE_ENV: 'staging' }],
     ['COOKIE_KEYS', { NODE_ENV: 'production', BASE_URL: 'https://auth.example.com', TRUST_PROXY: 'true' }],
+    ['KEYS_ENCRYPTION_KEY', { NODE_ENV: 'production', BASE_URL: 'https://auth.example.com', TRUST_PROXY: 'true', COOKIE_KEYS: KEY }],
   ])('exits non-zero naming %s, without starting', async (variable, env) => {
     const run = await runNode('dist/launch.cjs', [], { DATA_DIR: dataDir, ...env }, 30_000);
     expect(run.timedOut).toBe(false);

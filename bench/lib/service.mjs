@@ -80,7 +80,8 @@ function runCli(root, args, env) {
 export async function startService(mode, { logDir, nodeArgs = [], env: extraEnv = {}, root = ROOT, name = `service-${mode}` }) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `oauth-bench-${mode}-`));
   const cleanups = [() => fs.rmSync(dataDir, { recursive: true, force: true })];
-  const env = { DATA_DIR: dataDir, AUTHORIZATION_CODE_TTL: '600', REDIS_KEY_PREFIX: 'bench:' };
+  // One KEYS_ENCRYPTION_KEY for every instance on the database (the 429 row's has a DATA_DIR of its own).
+  const env = { DATA_DIR: dataDir, AUTHORIZATION_CODE_TTL: '600', REDIS_KEY_PREFIX: 'bench:', KEYS_ENCRYPTION_KEY: randomBytes(32).toString('base64') };
   let database;
   let redisUrl;
   try {

@@ -30,6 +30,8 @@ export const AUDIT_EVENTS = {
   'webhook.endpoint_added': 'a client added a webhook endpoint (settings page, /api/webhooks.php)',
   'webhook.endpoint_removed': 'a client removed a webhook endpoint (settings page, /api/webhooks.php)',
   'webhook.secret_rotated': 'a client rotated a webhook endpoint’s signing secret (settings page, /api/webhooks.php); detail: the grace and when the previous secret stops signing',
+  'key.rotated': 'an operator started a signing-key rotation (keys:rotate): the new key, when it signs, when the key it replaces retires',
+  'key.retired': 'a replaced signing key outlived every token it signed: it left the JWKS and its private part was erased',
 } as const;
 
 export type AuditEventName = keyof typeof AUDIT_EVENTS;

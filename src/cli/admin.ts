@@ -14,6 +14,7 @@ import type { UserAdmin } from '../admin/user-admin.js';
 import { createClientAdmin } from '../admin/client-admin.js';
 import type { ClientAdmin } from '../admin/client-admin.js';
 import { createAuditLog } from '../audit/audit-log.js';
+import type { AuditLog } from '../audit/audit-log.js';
 import { auditedChanges } from '../webhooks/audited-changes.js';
 import { createClientSettings } from '../clients/client-settings.js';
 import { loadConfig } from '../config.js';
@@ -22,6 +23,7 @@ import type { Client, PrismaClient } from '../generated/prisma/client.js';
 import { createAuthorizedApps } from '../oidc/authorized-apps.js';
 import type { AuthorizedApps } from '../oidc/authorized-apps.js';
 import { createLogger } from '../ops/logger.js';
+import type { Logger } from '../ops/logger.js';
 import { openDatabase } from '../store/database.js';
 import type { Database } from '../store/database.js';
 import { migrate } from '../store/migrate.js';
@@ -90,12 +92,17 @@ export async function withDatabase<T>(
   }
 }
 
+/** A command's audit writer: rows through Prisma, lines on stderr (stdout stays the command's). */
+export function operatorAudit(config: Config, prisma: PrismaClient): { audit: AuditLog; logger: Logger } {
+  const logger = createLogger({ level: config.logLevel, pretty: Boolean(process.stderr.isTTY), stderr: true });
+  return { audit: createAuditLog({ prisma, logger }), logger };
+}
+
 export function withAdmin<T>(use: (admin: Admin) => Promise<T>): Promise<T> {
   const config = loadConfig(process.env);
   return withDatabase((db) => {
     const { prisma } = db;
-    const logger = createLogger({ level: config.logLevel, pretty: Boolean(process.stderr.isTTY), stderr: true });
-    const audit = createAuditLog({ prisma, logger });
+    const { audit, logger } = operatorAudit(config, prisma);
     const users = createUserStore(prisma);
     const webhooks = createWebhookService({ // its worker is never started here
       prisma,

@@ -9,36 +9,29 @@
  *
  * @example const claims = await introspectJwt(token, clientId); // undefined: not one of ours
  */
-import { createPublicKey } from 'node:crypto';
-import type { JsonWebKey } from 'node:crypto';
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import type { JWK } from 'jose';
 
 export interface JwtIntrospectionDependencies {
   issuer: string;
-  /** The service's signing keys (private JWKs; their public halves verify). */
-  signingKeys: () => readonly JsonWebKey[];
+  /** The public keys the service publishes now (a retiring key's included: what it signed still verifies). */
+  publicKeys: () => Promise<readonly JWK[]>;
   /** The grant `grantId` names, while it stands. */
   findGrant: (grantId: string) => Promise<{ accountId?: string | undefined; clientId?: string | undefined } | undefined>;
 }
 
-const publicHalf = (key: JsonWebKey): JWK => ({ ...createPublicKey({ key, format: 'jwk' }).export({ format: 'jwk' }), kid: key.kid as string, alg: key.alg as string });
-
 /** The RFC 7662 answer for `token`, presented by `clientId`; undefined when it is no JWT access token at all. */
 export function jwtIntrospection(deps: JwtIntrospectionDependencies): (token: string, clientId: string) => Promise<Record<string, unknown> | undefined> {
-  let keys: readonly JsonWebKey[] | undefined;
-  let jwks: ReturnType<typeof createLocalJWKSet> | undefined;
   return async (token, clientId) => {
     try {
       if (decodeProtectedHeader(token).typ !== 'at+jwt') return undefined;
     } catch {
       return undefined;
     }
-    const current = deps.signingKeys();
-    if (current !== keys) [keys, jwks] = [current, createLocalJWKSet({ keys: current.map(publicHalf) })];
+    const jwks = createLocalJWKSet({ keys: [...await deps.publicKeys()] });
     let payload;
     try {
-      ({ payload } = await jwtVerify(token, jwks!, { issuer: deps.issuer, typ: 'at+jwt' }));
+      ({ payload } = await jwtVerify(token, jwks, { issuer: deps.issuer, typ: 'at+jwt' }));
     } catch {
       return { active: false }; // not ours, tampered with, or expired
     }

@@ -13,8 +13,11 @@ import type { SecretCheck } from '../clients/credentials.js';
 import type { Config } from '../config.js';
 import type { Keys } from '../store/keys.js';
 import type { AdapterFor } from './adapter.js';
+import type { JsonWebKey } from 'node:crypto';
+import type { Middleware } from 'koa';
 import { CLAIMS } from '../accounts/provider-account.js';
 import { allowDocumentClient, oneFetchPerRequest } from '../clients/metadata-document.js';
+import type { Logger } from '../ops/logger.js';
 import { metadataDigests, PREVIOUS_SECRET_METADATA } from './adapter.js';
 import { JWT_ACCESS_TOKEN_FORMATS, resourceIndicators } from './resource-indicators.js';
 import type { FindResource } from './resource-indicators.js';
@@ -23,6 +26,8 @@ import { interactionPath, REGISTRATION_PATH, ROUTES } from './routes.js';
 export interface ProviderDependencies {
   config: Config;
   keys: Keys;
+  /** The signing keys in force, the signing one first (oidc/key-rotation.ts). */
+  jwks: Jwks;
   adapters: AdapterFor;
   findAccount: FindAccount;
   /** Renders an error that must not go back to the client (untrusted client or redirect_uri). */
@@ -64,6 +69,38 @@ function interactionPolicyWithAccountCheck(): interactionPolicy.Prompt[] {
     (ctx) => Boolean(ctx.oidc.session?.accountId && !ctx.oidc.account),
   ));
   return policy;
+}
+
+/** A private JWK set: the provider's `jwks`, the signing key first. */
+export interface Jwks {
+  keys: JsonWebKey[];
+}
+
+/** The providers built for the moments the published keys change (oidc/key-rotation.ts plans them). */
+export interface ProviderStages {
+  /** From `from` (ms, on the database's clock; the first from the start of time) `serve` answers, its keys being `order`. */
+  readonly stages: readonly { readonly from: number; readonly order: string; readonly serve: Middleware }[];
+  /** The database's clock minus ours, in ms. */
+  readonly offset: number;
+}
+
+/**
+ * Serves each request with the provider of the moment it arrives, so every instance switches
+ * signing keys at the stored instant, not at its next read of the key table; a switch is logged.
+ */
+export function servedByMoment(planned: ProviderStages, logger: Pick<Logger, 'info'>): Middleware {
+  let serving = '';
+  return (ctx, next) => {
+    const now = Date.now() + planned.offset;
+    let stage = planned.stages[0]!;
+    for (const candidate of planned.stages) if (candidate.from <= now) stage = candidate;
+    if (stage.order !== serving) {
+      serving = stage.order;
+      const [kid, ...others] = serving.split(' ');
+      logger.info({ kid, also_published: others }, 'signing keys in use');
+    }
+    return stage.serve(ctx, next);
+  };
 }
 
 export function createProvider(deps: ProviderDependencies): Provider {
@@ -122,7 +159,7 @@ export function createProvider(deps: ProviderDependencies): Provider {
       // A resource server's JWT lives its declared TTL; the userinfo token ACCESS_TOKEN_TTL.
       AccessToken: (_ctx, token) => token.resourceServer?.accessTokenTTL ?? config.accessTokenTtl,
       AuthorizationCode: config.authorizationCodeTtl,
-      IdToken: 3600,
+      IdToken: config.idTokenTtl,
       Interaction: 3600,
       Session: 14 * 24 * 3600,
       Grant: grantTtl,
@@ -135,7 +172,7 @@ export function createProvider(deps: ProviderDependencies): Provider {
       },
     },
     cookies: { keys: keys.cookieKeys, long: cookie, short: cookie },
-    jwks: keys.jwks as Configuration['jwks'],
+    jwks: deps.jwks as Configuration['jwks'],
     enabledJWA: {
       clientAuthSigningAlgValues: ASYMMETRIC,
       requestObjectSigningAlgValues: ASYMMETRIC,
@@ -202,7 +239,7 @@ export function createProvider(deps: ProviderDependencies): Provider {
 
   provider.proxy = config.trustProxy;
 
-  // Stored client_secret is a SHA-256 digest (clients/secret.ts explains why); compare against it,
+  // Stored client_secret is a SHA-256 digest (clients/credentials.ts explains why); compare against it,
   // and against the previous secret's while its grace lasts.
   provider.Client.prototype.compareClientSecret = function compareClientSecret(this: { clientId: string; clientSecret: string }, actual: string) {
     const requestId = (Provider.ctx?.state as { requestId?: string } | undefined)?.requestId;

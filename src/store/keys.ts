@@ -1,18 +1,17 @@
 /**
- * The provider's secrets: cookie-signing keys and the private JWKS that signs ID tokens.
- * Production supplies both (COOKIE_KEYS, JWKS_FILE); elsewhere they are generated once and
- * kept in DATA_DIR/keys.json, so restarts keep sessions and tokens valid.
+ * The provider's cookie-signing keys: COOKIE_KEYS (production), or generated once and kept in
+ * DATA_DIR/keys.json, so restarts keep sessions valid. The keys that sign tokens live in the
+ * database (store/signing-keys.ts); an older keys.json may still hold the ones generated before
+ * that, which the first start stores there ({@link jwksFromDataDir}).
  */
 import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { JsonWebKey } from 'node:crypto';
 import type { Config } from '../config.js';
-import { ConfigError } from '../config.js';
 
 export interface Keys {
   readonly cookieKeys: string[];
-  readonly jwks: { keys: JsonWebKey[] };
 }
 
 /** A fresh RS256 signing key as a private JWK. */
@@ -21,25 +20,13 @@ export function generateSigningKey(): JsonWebKey {
   return { ...privateKey.export({ format: 'jwk' }), kid: randomUUID(), alg: 'RS256', use: 'sig' };
 }
 
-function readJwks(file: string): { keys: JsonWebKey[] } {
-  let jwks: unknown;
-  try {
-    jwks = JSON.parse(fs.readFileSync(file, 'utf8'));
-  } catch (error) {
-    throw new ConfigError('JWKS_FILE', `cannot read a JSON key set from ${file}: ${(error as Error).message}`);
-  }
-  const keys = (jwks as { keys?: unknown }).keys;
-  if (!Array.isArray(keys) || keys.length === 0 || keys.some((key) => typeof key !== 'object' || !('d' in key))) {
-    throw new ConfigError('JWKS_FILE', `${file} must hold {"keys": [...]} with at least one private key`);
-  }
-  return { keys: keys as JsonWebKey[] };
-}
+const keysFile = (dataDir: string) => path.join(dataDir, 'keys.json');
 
 function generatedKeys(dataDir: string): Keys {
-  const file = path.join(dataDir, 'keys.json');
+  const file = keysFile(dataDir);
   if (!fs.existsSync(file)) {
     fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-    const keys: Keys = { cookieKeys: [randomBytes(32).toString('base64url')], jwks: { keys: [generateSigningKey()] } };
+    const keys: Keys = { cookieKeys: [randomBytes(32).toString('base64url')] };
     try {
       fs.writeFileSync(file, JSON.stringify(keys, null, 2), { mode: 0o600, flag: 'wx' });
     } catch (error) {
@@ -50,10 +37,14 @@ function generatedKeys(dataDir: string): Keys {
   return JSON.parse(fs.readFileSync(file, 'utf8')) as Keys;
 }
 
+/** The private JWKS an earlier version generated into DATA_DIR/keys.json, if there is one. */
+export function jwksFromDataDir(dataDir: string): { file: string; jwks: unknown } | undefined {
+  const file = keysFile(dataDir);
+  if (!fs.existsSync(file)) return undefined;
+  const { jwks } = JSON.parse(fs.readFileSync(file, 'utf8')) as { jwks?: unknown };
+  return jwks === undefined ? undefined : { file, jwks };
+}
+
 export function loadKeys(config: Config): Keys {
-  const generated = config.cookieKeys && config.jwksFile ? undefined : generatedKeys(config.dataDir);
-  return {
-    cookieKeys: config.cookieKeys ? [...config.cookieKeys] : generated!.cookieKeys,
-    jwks: config.jwksFile ? readJwks(config.jwksFile) : generated!.jwks,
-  };
+  return { cookieKeys: config.cookieKeys ? [...config.cookieKeys] : generatedKeys(config.dataDir).cookieKeys };
 }

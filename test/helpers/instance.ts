@@ -35,6 +35,12 @@ export interface InstanceOptions {
   ready?: 'start-up line' | 'live';
 }
 
+/**
+ * The instances of a test share its database, each with a DATA_DIR of its own: they need one key
+ * to open the signing keys stored there (docs/signing-keys.md), as instances in production do.
+ */
+export const TEST_KEYS_ENCRYPTION_KEY = Buffer.alloc(32, 0x5a).toString('base64');
+
 /** Starts `node dist/launch.cjs` and waits until it has started. */
 export async function startInstance(env: Record<string, string>, options: InstanceOptions = {}): Promise<Instance> {
   const port = options.port ?? await freePort();
@@ -45,7 +51,7 @@ export async function startInstance(env: Record<string, string>, options: Instan
     : [process.execPath, ['dist/launch.cjs']];
   const child = spawn(command[0], command[1], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', NODE_ENV: 'test', PORT: String(port), BASE_URL: baseUrl, DATA_DIR: dataDir, ...env },
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', NODE_ENV: 'test', PORT: String(port), BASE_URL: baseUrl, DATA_DIR: dataDir, KEYS_ENCRYPTION_KEY: TEST_KEYS_ENCRYPTION_KEY, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));

@@ -165,8 +165,23 @@ describe('every model through the generated client', () => {
     await prisma.auditEvent.deleteMany({ where: { id: { in: [first.id, second.id] } } });
   });
 
+  test('SigningKey: create with JSON and nulls, read, update, delete; times in order; at most one key without a successor', async () => {
+    const at = new Date('2026-11-27T10:00:00.000Z');
+    const later = (ms: number) => new Date(at.getTime() + ms);
+    const key = { kid: `k-${randomUUID()}`, alg: 'RS256', publicJwk: { kty: 'RSA', n: 'n', e: 'AQAB' }, privateJwk: 'v1.sealed', currentAt: at };
+    const created = await prisma.signingKey.create({ data: key });
+    expect(created).toEqual({ ...key, createdAt: expect.any(Date), retiringAt: null, retiredAt: null });
+    await expect(prisma.signingKey.create({ data: { ...key, kid: `k-${randomUUID()}` } })).rejects.toThrow(/signing_keys_one_unreplaced_idx|Unique constraint/);
+    await expect(prisma.signingKey.update({ where: { kid: key.kid }, data: { retiringAt: later(-1), retiredAt: later(10) } })).rejects.toThrow(/signing_keys_times_check|check constraint/i);
+    await expect(prisma.signingKey.update({ where: { kid: key.kid }, data: { retiringAt: later(1000) } })).rejects.toThrow(/signing_keys_times_check|check constraint/i);
+    const replaced = await prisma.signingKey.update({ where: { kid: key.kid }, data: { retiringAt: later(1000), retiredAt: later(5000), privateJwk: null } });
+    expect(replaced).toEqual({ ...created, retiringAt: later(1000), retiredAt: later(5000), privateJwk: null });
+    await prisma.signingKey.delete({ where: { kid: key.kid } });
+    expect(await prisma.signingKey.findUnique({ where: { kid: key.kid } })).toBeNull();
+  });
+
   test('the tests above cover every model the client knows', () => {
-    expect(Object.values(Prisma.ModelName).sort()).toEqual(['AuditEvent', 'Client', 'OidcModel', 'ResourceServer', 'User', 'WebhookDelivery', 'WebhookEndpoint']);
+    expect(Object.values(Prisma.ModelName).sort()).toEqual(['AuditEvent', 'Client', 'OidcModel', 'ResourceServer', 'SigningKey', 'User', 'WebhookDelivery', 'WebhookEndpoint']);
   });
 });
 

@@ -1,6 +1,7 @@
 /**
  * Secrets at rest: neither a client secret nor a user's password is stored anywhere, in any
- * encoding a request carried it in. Users hold argon2id hashes; clients a SHA-256 digest.
+ * encoding a request carried it in. Users hold argon2id hashes; clients a SHA-256 digest; the
+ * signing keys' private parts are sealed with KEYS_ENCRYPTION_KEY.
  *
  * @see RFC 6819 §5.1.4.1.3 (no cleartext storage of credentials)
  */
@@ -10,6 +11,7 @@ import argon2 from 'argon2';
 import { Redis } from 'ioredis';
 import { Browser } from '../helpers/browser.js';
 import { createUser, registerClient, tokenRequest } from '../helpers/fixtures.js';
+import { keyEncryption } from '../../src/store/key-encryption.js';
 import { REDIS_URL } from '../helpers/services.js';
 import { startTestApp } from '../helpers/test-app.js';
 import type { TestApp } from '../helpers/test-app.js';
@@ -113,6 +115,17 @@ describe('secrets at rest (Postgres and Redis)', () => {
     expect(user.passwordHash).toMatch(/^\$argon2id\$v=19\$[mtp]=\d+(,[mtp]=\d+){2}\$[A-Za-z0-9+/]+\$[A-Za-z0-9+/]+$/);
     expect(await argon2.verify(user.passwordHash, password)).toBe(true);
     expect(database.get('users')!.find((row) => row.includes(username))).toContain(user.passwordHash);
+  });
+
+  test("the signing key's private parts appear in no table row and no Redis key or value (signing_keys holds them sealed)", async () => {
+    const keys = await t.app.db.prisma.signingKey.findMany();
+    expect(keys).toHaveLength(1);
+    const jwk = keyEncryption(t.config).open(keys[0]!.kid, keys[0]!.privateJwk!);
+    const everything = [...[...database.values()].flat(), ...redis].join('\n');
+    for (const member of ['d', 'p', 'q', 'dp', 'dq', 'qi'] as const) {
+      const value = String(jwk[member]);
+      for (const form of [value, Buffer.from(value, 'base64url').toString('base64'), Buffer.from(value, 'base64url').toString('hex')]) expect(everything).not.toContain(form);
+    }
   });
 
   test('clients holds a 64-hex-digit digest of the secret', async () => {
