@@ -71,8 +71,9 @@ export const KEY_VERBS: VerbTable = {
         for (const key of (await store.read()).keys) seal.open(key.kid, key.sealed!);
         const key = newSigningKey();
         const { audit } = operatorAudit(config, db.prisma);
+        const { _max: longest } = await db.prisma.resourceServer.aggregate({ _max: { accessTokenTtl: true } });
         return audit.within((write) => store.rotate({ kid: key.kid, alg: key.alg, publicJwk: key.publicJwk, sealed: seal.seal(key.kid, key.privateJwk) },
-          { publishAheadMs: ahead, retireAfterMs: retireAfterMs(config) }, (tx, detail) => write(tx, 'key.rotated', { detail }, io.context), config.timeouts.adminTransactionMs));
+          { publishAheadMs: ahead, retireAfterMs: retireAfterMs(config, longest.accessTokenTtl ?? 0) }, (tx, detail) => write(tx, 'key.rotated', { detail }, io.context), config.timeouts.adminTransactionMs));
       }, { config });
       if (values.json) {
         return json({

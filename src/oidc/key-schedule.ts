@@ -53,12 +53,15 @@ export function changesAfter(keys: readonly ScheduledKey[], time: number): numbe
 
 /**
  * How long a replaced key stays published once it stopped signing: the longest lifetime of what
- * it signs (ID tokens, `ttl.IdToken`; JWT access tokens, `ttl.AccessToken`), so that every token
- * it signed verifies until it expires, plus KEYS_RETIRE_LEEWAY for verifiers' clock leeway
- * (RFC 7519 §4.1.4) and requests that were signing at the switch.
+ * it signs (ID tokens, `ttl.IdToken`; access tokens, `ttl.AccessToken`; a declared resource's JWT
+ * access tokens, its own lifetime: RESOURCES and `longestResourceTtl`, the longest of those
+ * stored by resources:add), so that every token it signed verifies until it expires, plus
+ * KEYS_RETIRE_LEEWAY for verifiers' clock leeway (RFC 7519 §4.1.4) and requests that were
+ * signing at the switch.
  */
-export function retireAfterMs(config: Pick<Config, 'idTokenTtl' | 'accessTokenTtl' | 'signingKeys'>): number {
-  return (Math.max(config.idTokenTtl, config.accessTokenTtl) + config.signingKeys.retireLeeway) * 1000;
+export function retireAfterMs(config: Pick<Config, 'idTokenTtl' | 'accessTokenTtl' | 'signingKeys' | 'standardClients'>, longestResourceTtl = 0): number {
+  const declared = config.standardClients.resources.map((resource) => resource.accessTokenTtl);
+  return (Math.max(config.idTokenTtl, config.accessTokenTtl, longestResourceTtl, ...declared) + config.signingKeys.retireLeeway) * 1000;
 }
 
 /**

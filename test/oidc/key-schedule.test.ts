@@ -58,6 +58,13 @@ describe('windows from configuration', () => {
     expect(retireAfterMs(loadConfig({ ID_TOKEN_TTL: '900', ACCESS_TOKEN_TTL: '60', KEYS_RETIRE_LEEWAY: '30' }))).toBe(930 * 1000);
   });
 
+  test('a resource whose JWT access tokens live longer keeps a replaced key published as long (RESOURCES, or the longest stored)', () => {
+    const declared = JSON.stringify([{ uri: 'https://api.example.com', scopes: 'a', access_token_ttl: 10_000 }]);
+    expect(retireAfterMs(loadConfig({ RESOURCES: declared, KEYS_RETIRE_LEEWAY: '0' }))).toBe(10_000 * 1000);
+    expect(retireAfterMs(loadConfig({ KEYS_RETIRE_LEEWAY: '0' }), 20_000)).toBe(20_000 * 1000);
+    expect(retireAfterMs(loadConfig({ KEYS_RETIRE_LEEWAY: '0' }), 60)).toBe(3600 * 1000);
+  });
+
   test('a key is published at least two reads before it signs', () => {
     expect(minimumPublishAheadMs(loadConfig({}))).toBe(60_000);
     expect(minimumPublishAheadMs(loadConfig({ KEYS_POLL_INTERVAL_MS: '500' }))).toBe(1000);
