@@ -1,7 +1,7 @@
 /**
  * The layers of src/ (docs/architecture.md): a folder imports only from its own layer's folder
  * and the layers below it, so no two folders depend on each other; nothing but src/main.ts and the
- * test helpers imports the composition root. Checked in `npm test` (test/architecture.test.ts).
+ * test helpers imports the composition root. Checked in `npm test` (test/architecture/layers.test.ts).
  *
  * @see https://github.com/sverweij/dependency-cruiser/blob/main/doc/rules-reference.md
  */

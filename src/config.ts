@@ -132,7 +132,7 @@ export interface Timeouts {
    * of a client with thousands of users writes a webhook event and an audit row for each.
    */
   readonly adminTransactionMs: number;
-  /** One webhook attempt: DNS, connect, send, response headers (README "Webhooks" → "Delivery"). */
+  /** One webhook attempt: DNS, connect, send, response headers (docs/webhooks.md "Delivery"). */
   readonly webhookAttemptMs: number;
 }
 
@@ -241,8 +241,8 @@ function httpTimeouts(env: Env): Pick<Timeouts, 'httpHeadersMs' | 'httpRequestMs
 
 /**
  * A claim must outlast the attempt it covers and the recording of its outcome, or a second worker
- * could send a message while the first still waits for its answer (README "Webhooks" →
- * "Claiming"): at least twice the attempt's limit; unset, 60 s or six attempts, whichever is longer.
+ * could send a message while the first still waits for its answer (docs/webhooks.md,
+ * "Delivery": claiming): at least twice the attempt's limit; unset, 60 s or six attempts, whichever is longer.
  */
 function webhookTimes(env: Env): { webhookAttemptMs: number; webhookLeaseMs: number } {
   const webhookAttemptMs = integer(env, 'WEBHOOK_ATTEMPT_TIMEOUT_MS', 10_000, 100, 60_000);

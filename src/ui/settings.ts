@@ -28,7 +28,7 @@ import { clientActor, requestContext } from '../audit/audit-log.js';
 
 export interface SettingsDependencies {
   findClient: (clientId: string) => Promise<Client | null>;
-  /** The client secret check (clients/secret-check.ts): the same everywhere a client authenticates. */
+  /** The client secret check (clients/credentials.ts): the same everywhere a client authenticates. */
   checkSecret: SecretCheck;
   settings: ClientSettings;
   webhooks: WebhookService;

@@ -32,7 +32,7 @@ export const WEBHOOKS_PATH = '/api/webhooks.php';
 
 export interface WebhooksApiDependencies {
   findClient: (clientId: string) => Promise<Client | null>;
-  /** The client secret check (clients/secret-check.ts): the same everywhere a client authenticates. */
+  /** The client secret check (clients/credentials.ts): the same everywhere a client authenticates. */
   checkSecret: SecretCheck;
   webhooks: WebhookService;
   body: Middleware;

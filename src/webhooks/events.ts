@@ -6,7 +6,7 @@
  * @example if (isEventType(name)) endpoint.events.push(name);
  */
 
-/** Declared, not coded: README.md "Webhooks" documents the same table. */
+/** Declared, not coded: docs/webhooks.md "Events" documents the same table. */
 export const EVENT_CATALOGUE = {
   'authorization.granted': {
     when: 'each approved authorization request: on the consent page, or silently when an earlier consent covers it',
