@@ -32,8 +32,14 @@ export interface Config {
   readonly databaseUrl: string | undefined;
   /** DATABASE_BATCHING: see {@link DatabaseBatching}. */
   readonly databaseBatching: DatabaseBatching;
-  /** Redis connection string; unset = in-process stores. */
+  /** Redis connection string; unset = in-process stores (or Redis through `redisSentinel`). */
   readonly redisUrl: string | undefined;
+  /** DATABASE_DIRECT_URL: PostgreSQL itself, for what needs a session (migrations' advisory lock); unset = `databaseUrl`. */
+  readonly databaseDirectUrl: string | undefined;
+  /** DATABASE_POOLER: `databaseUrl` is a transaction pooler (PgBouncer in transaction mode); unset = PostgreSQL itself. */
+  readonly databasePooler: 'pgbouncer' | undefined;
+  /** REDIS_SENTINELS, REDIS_SENTINEL_NAME, REDIS_SENTINEL_PASSWORD: Redis found through Sentinel, instead of `redisUrl`. */
+  readonly redisSentinel: RedisSentinel | undefined;
   readonly redisKeyPrefix: string;
   readonly dataDir: string;
   readonly accessTokenTtl: number;
@@ -144,6 +150,13 @@ export interface SigningKeyConfig {
   readonly pollIntervalMs: number;
   /** KEYS_RETIRE_LEEWAY: seconds a replaced key stays published after the last token it signed expired. */
   readonly retireLeeway: number;
+}
+
+/** Where Sentinel is asked for the Redis primary, and the name it monitors that primary under. */
+export interface RedisSentinel {
+  readonly sentinels: readonly { readonly host: string; readonly port: number }[];
+  readonly name: string;
+  readonly password: string | undefined;
 }
 
 export class ConfigError extends Error {
@@ -331,6 +344,49 @@ function signingKeyConfig(env: Env, production: boolean): SigningKeyConfig {
   });
 }
 
+/** One `host:port` of REDIS_SENTINELS (an IPv6 address in brackets: `[::1]:26379`). */
+function sentinelAddress(entry: string): { host: string; port: number } {
+  const match = /^(?:\[([0-9a-fA-F:.]+)\]|([\w.-]+)):(\d{1,5})$/.exec(entry);
+  const port = Number(match?.[3]);
+  if (!match || port < 1 || port > 65535) throw new ConfigError('REDIS_SENTINELS', `must be a comma-separated list of host:port, got "${entry}"`);
+  return Object.freeze({ host: match[1] ?? match[2]!, port });
+}
+
+/**
+ * The production data tier (docs/production-data-tier.md): PostgreSQL behind a transaction
+ * pooler, with a direct URL for what needs a session; Redis found through Sentinel. Each
+ * setting needs its partners, and a half-set group names the variable that is missing.
+ */
+function dataTier(env: Env, databaseUrl: string | undefined, redisUrl: string | undefined): Pick<Config, 'databaseDirectUrl' | 'databasePooler' | 'redisSentinel'> {
+  const databaseDirectUrl = url(env, 'DATABASE_DIRECT_URL', ['postgres:', 'postgresql:']);
+  const pooler = read(env, 'DATABASE_POOLER')?.toLowerCase() ?? 'none';
+  if (pooler !== 'none' && pooler !== 'pgbouncer') throw new ConfigError('DATABASE_POOLER', `must be pgbouncer or none, got "${pooler}"`);
+  if (!databaseUrl && (databaseDirectUrl || pooler !== 'none')) {
+    throw new ConfigError(databaseDirectUrl ? 'DATABASE_DIRECT_URL' : 'DATABASE_POOLER', 'needs DATABASE_URL (the embedded database has no pooler)');
+  }
+  if (pooler === 'pgbouncer' && !databaseDirectUrl) {
+    throw new ConfigError('DATABASE_DIRECT_URL', 'is required with DATABASE_POOLER=pgbouncer: migrations hold a session-level advisory lock, which a transaction pooler cannot keep');
+  }
+  const sentinels = read(env, 'REDIS_SENTINELS');
+  const name = read(env, 'REDIS_SENTINEL_NAME');
+  const password = read(env, 'REDIS_SENTINEL_PASSWORD');
+  if (sentinels === undefined && (name !== undefined || password !== undefined)) {
+    throw new ConfigError('REDIS_SENTINELS', `is required with ${name !== undefined ? 'REDIS_SENTINEL_NAME' : 'REDIS_SENTINEL_PASSWORD'}`);
+  }
+  if (sentinels !== undefined && name === undefined) throw new ConfigError('REDIS_SENTINEL_NAME', 'is required with REDIS_SENTINELS: the name Sentinel monitors the primary under');
+  if (sentinels !== undefined && redisUrl !== undefined) throw new ConfigError('REDIS_SENTINELS', 'set REDIS_URL or REDIS_SENTINELS, not both');
+  if (name !== undefined && !/^[\w.-]{1,128}$/.test(name)) throw new ConfigError('REDIS_SENTINEL_NAME', `must be 1-128 characters of letters, digits, _ . -, got "${name}"`);
+  return {
+    databaseDirectUrl,
+    databasePooler: pooler === 'pgbouncer' ? 'pgbouncer' : undefined,
+    redisSentinel: sentinels === undefined ? undefined : Object.freeze({
+      sentinels: Object.freeze(sentinels.split(',').map((entry) => sentinelAddress(entry.trim()))),
+      name: name!,
+      password,
+    }),
+  };
+}
+
 /** Parses the environment. Throws {@link ConfigError} naming the first bad variable. */
 export function loadConfig(env: Env): Config {
   const nodeEnvRaw = read(env, 'NODE_ENV') ?? 'development';
@@ -373,6 +429,9 @@ export function loadConfig(env: Env): Config {
     throw new ConfigError('METRICS_PORT', `must differ from PORT (${port}): metrics are not served to the public`);
   }
 
+  const databaseUrl = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
+  const redisUrl = url(env, 'REDIS_URL', ['redis:', 'rediss:']);
+
   return Object.freeze({
     logLevel: logLevel(env),
     metricsPort,
@@ -381,9 +440,10 @@ export function loadConfig(env: Env): Config {
     port,
     baseUrl: base,
     secureCookies: https,
-    databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
+    databaseUrl,
     databaseBatching: databaseBatching(env),
-    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    redisUrl,
+    ...dataTier(env, databaseUrl, redisUrl),
     redisKeyPrefix,
     dataDir: path.resolve(read(env, 'DATA_DIR') ?? 'data'),
     accessTokenTtl: integer(env, 'ACCESS_TOKEN_TTL', 3600, 1, 86_400),
