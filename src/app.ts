@@ -267,7 +267,10 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   const unlimited = new Router({ strict: true, sensitive: true })
     .get([HEALTH_PATH, LIVE_PATH, READY_PATH], health({
       // Through the guards: ready exactly when requests would be let through to the stores.
-      checks: { database: () => guards.durable(() => db.ping()), ...(redis ? { redis: () => guards.shortLived(() => redis!.ping()) } : {}) },
+      checks: {
+        database: { ping: () => guards.durable(() => db.ping()), state: db.poolerState },
+        ...(redis ? { redis: () => guards.shortLived(() => redis!.ping()) } : {}),
+      },
       stopping: () => inFlight.draining,
     }))
     .get(STYLESHEET_PATH, staticAssets(VIEWS_DIR));

@@ -42,7 +42,8 @@ const startFailure = (message: string, fields: object = {}) => {
 };
 
 function describe(config: Config): string {
-  const database = config.databaseUrl ? 'PostgreSQL (DATABASE_URL)' : `embedded PostgreSQL in ${config.dataDir}`;
+  const database = !config.databaseUrl ? `embedded PostgreSQL in ${config.dataDir}`
+    : config.databasePooler ? 'PostgreSQL through pgbouncer (DATABASE_URL; sessions on DATABASE_DIRECT_URL)' : 'PostgreSQL (DATABASE_URL)';
   const sessions = config.redisUrl ? 'Redis (REDIS_URL)' : 'process memory';
   return `OAuth service at ${config.baseUrl} (port ${config.port}); data: ${database}; sessions: ${sessions}`;
 }
@@ -107,6 +108,7 @@ async function main() {
 }
 
 main().catch((error: unknown) => {
-  startFailure(`Could not start: ${error instanceof Error ? error.message : String(error)}`);
+  // A ConfigError here is a setting the stores disagree with (store/pooler.ts, store/redis-sentinel.ts).
+  startFailure(`Could not start: ${error instanceof Error ? error.message : String(error)}`, error instanceof ConfigError ? { variable: error.variable } : {});
   process.exit(1);
 });

@@ -5,7 +5,7 @@
  * | path              | answers                                                                    |
  * |-------------------|----------------------------------------------------------------------------|
  * | `/healthz/live`   | 200 while the process runs; touches no store (liveness)                    |
- * | `/healthz/ready`  | 200 when every store answered a ping within {@link PING_TIMEOUT_MS}; 503 naming the failing ones, or `stopping` once shutdown began (readiness) |
+ * | `/healthz/ready`  | 200 when every store answered a ping within {@link PING_TIMEOUT_MS}; 503 naming the failing ones (and, behind a pooler or Sentinel, what it sees: `details`), or `stopping` once shutdown began (readiness) |
  * | `/healthz`        | the same as `/healthz/ready` (kept for existing checks)                     |
  *
  * Every check is bounded, so both answer within 2 s whatever the stores do.
@@ -20,9 +20,18 @@ export const READY_PATH = '/healthz/ready';
 /** How long a store's ping may take before readiness counts it as failing. */
 export const PING_TIMEOUT_MS = 1000;
 
+/** How long a failing store's state may take to read, after its ping (the two within 2 s). */
+export const STATE_TIMEOUT_MS = 900;
+
+/**
+ * A store's ping; or its ping and, for a store reached through a pooler or Sentinel, what that
+ * one sees when the ping fails (a 503's `details`, so an operator knows where to look).
+ */
+export type Check = (() => Promise<unknown>) | { ping: () => Promise<unknown>; state?: (() => Promise<string | undefined> | string | undefined) | undefined };
+
 export interface HealthOptions {
-  /** A ping per store, by the name a 503 reports. */
-  checks: Record<string, () => Promise<unknown>>;
+  /** A check per store, by the name a 503 reports. */
+  checks: Record<string, Check>;
   /** True once the instance is shutting down: readiness answers 503 `stopping`. */
   stopping: () => boolean;
 }
@@ -41,9 +50,26 @@ export function health({ checks, stopping }: HealthOptions): Middleware {
       return;
     }
     const names = Object.keys(checks);
-    const results = await Promise.allSettled(names.map((name) => within(PING_TIMEOUT_MS, Promise.resolve().then(checks[name]))));
+    const pingOf = (check: Check) => (typeof check === 'function' ? check : check.ping);
+    const results = await Promise.allSettled(names.map((name) => within(PING_TIMEOUT_MS, Promise.resolve().then(pingOf(checks[name]!)))));
     const failing = names.filter((_, i) => results[i]!.status === 'rejected');
     ctx.status = failing.length === 0 ? 200 : 503;
-    ctx.body = failing.length === 0 ? { status: 'ok' } : { status: 'unavailable', failing };
+    if (failing.length === 0) {
+      ctx.body = { status: 'ok' };
+      return;
+    }
+    const details = await statesOf(failing.map((name) => [name, checks[name]!]));
+    ctx.body = { status: 'unavailable', failing, ...(Object.keys(details).length > 0 ? { details } : {}) };
   };
+}
+
+/** What the failing stores' poolers or Sentinels see, for those that can tell; bounded. */
+async function statesOf(failing: [string, Check][]): Promise<Record<string, string>> {
+  const told = await Promise.all(failing.map(async ([name, check]) => {
+    const state = typeof check === 'function' ? undefined : check.state;
+    if (!state) return [];
+    const said = await within(STATE_TIMEOUT_MS, Promise.resolve().then(state)).catch(() => 'no answer in time');
+    return said === undefined ? [] : [[name, said] as const];
+  }));
+  return Object.fromEntries(told.flat());
 }

@@ -6,15 +6,19 @@
  * connection (`connectionTimeoutMillis`), each statement (the server's `statement_timeout`,
  * and the client's `query_timeout` a little later for a server that cannot even cancel), and
  * a transaction its client left idle (`idle_in_transaction_session_timeout`). A connection
- * whose query failed is dropped from the pool, not reused.
+ * whose query failed is dropped from the pool, not reused. Behind a transaction pooler
+ * (DATABASE_POOLER=pgbouncer) the server applies the bounds itself and statements are unnamed
+ * (pooler.ts); what needs a session uses DATABASE_DIRECT_URL.
  *
  * @example const db = await openDatabase({ databaseUrl, dataDir, timeouts }); await db.prisma.user.count();
  */
 import type { PoolClient } from 'pg';
 import { PrismaClient } from '../generated/prisma/client.js';
-import type { Timeouts } from '../config.js';
+import type { Config, Timeouts } from '../config.js';
 import { exactReadCache } from './embedded-read-cache.js';
-import { within } from './store-failure.js';
+import { checkServerBounds, poolerState } from './pooler.js';
+import { withSession } from './session-connection.js';
+import { isStoreFailure, within } from './store-failure.js';
 import type { HotSql, SqlConnection } from './sql.js';
 
 export interface Database {
@@ -25,10 +29,15 @@ export interface Database {
    * same pool (or PGlite), so the same statement timeout, and the same store guard around it.
    */
   readonly sql: HotSql;
-  /** Lends one dedicated connection (session-level advisory locks need one). */
+  /**
+   * Lends one dedicated connection, on DATABASE_DIRECT_URL when set (session-level advisory
+   * locks need a session of their own, which a transaction pooler cannot give).
+   */
   withConnection<T>(use: (sql: SqlConnection) => Promise<T>): Promise<T>;
   /** One `SELECT 1` (readiness). */
   ping(): Promise<void>;
+  /** Behind a pooler: what readiness says of a failing database beside its name (the pooler, and its last answer). */
+  poolerState?(): string | undefined;
   /** The connection pool's state (metrics); undefined for the embedded database, which has none. */
   poolState?(): { total: number; idle: number; waiting: number };
   close(): Promise<void>;
@@ -41,23 +50,26 @@ export const DEFAULT_DATABASE_TIMEOUTS: DatabaseTimeouts = { databaseConnectMs: 
 /** How much later than the server's statement_timeout the client gives up on its own. */
 const CLIENT_MARGIN_MS = 500;
 
-export async function openDatabase(options: { databaseUrl: string | undefined; dataDir: string; timeouts?: DatabaseTimeouts }): Promise<Database> {
+export type DatabaseOptions = Pick<Config, 'databaseUrl' | 'dataDir'> & Partial<Pick<Config, 'databaseDirectUrl' | 'databasePooler'>> & { timeouts?: DatabaseTimeouts };
+
+export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   const timeouts = options.timeouts ?? DEFAULT_DATABASE_TIMEOUTS;
-  return options.databaseUrl ? openPostgres(options.databaseUrl, timeouts) : openEmbedded(options.dataDir);
+  if (!options.databaseUrl) return openEmbedded(options.dataDir);
+  return openPostgres(options.databaseUrl, { direct: options.databaseDirectUrl ?? options.databaseUrl, pooled: options.databasePooler === 'pgbouncer', timeouts });
 }
 
 // Each mode loads its own driver only (issue 9 "Memory"): node-postgres and Prisma's pg adapter
 // with DATABASE_URL, PGlite and its adapter without.
 
-async function openPostgres(connectionString: string, timeouts: DatabaseTimeouts): Promise<Database> {
+async function openPostgres(connectionString: string, { direct, pooled, timeouts }: { direct: string; pooled: boolean; timeouts: DatabaseTimeouts }): Promise<Database> {
   const [{ default: pg }, { PrismaPg }] = await Promise.all([import('pg'), import('@prisma/adapter-pg')]);
   const pool = new pg.Pool({
     connectionString,
     max: 10,
     connectionTimeoutMillis: timeouts.databaseConnectMs,
-    statement_timeout: timeouts.databaseStatementMs,
     query_timeout: timeouts.databaseStatementMs + CLIENT_MARGIN_MS,
-    idle_in_transaction_session_timeout: timeouts.databaseIdleInTransactionMs,
+    // Startup parameters a transaction pooler refuses: behind one, the server's role settings bound the session (pooler.ts).
+    ...(pooled ? {} : { statement_timeout: timeouts.databaseStatementMs, idle_in_transaction_session_timeout: timeouts.databaseIdleInTransactionMs }),
     keepAlive: true,
   });
   // An idle client that loses its server emits 'error' on the pool; without a listener that
@@ -70,38 +82,51 @@ async function openPostgres(connectionString: string, timeouts: DatabaseTimeouts
   pool.on('acquire', (client) => lent.add(client));
   pool.on('release', (_error, client) => lent.delete(client));
   pool.on('remove', (client) => { lent.delete(client); open.delete(client); });
+  try {
+    await checkServerBounds(async (text) => (await pool.query(text)).rows, { pooled, timeouts });
+  } catch (error) {
+    await pool.end();
+    throw error;
+  }
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
-  // Prepared once per connection: the server plans a hot statement once, not per request.
+  // Prepared once per connection: the server plans a hot statement once, not per request. A
+  // transaction pooler hands the next transaction another server connection, where the name
+  // is unknown (or taken): there every statement is unnamed, parsed with its execution.
   const names = new Map<string, string>();
-  const sql: HotSql = async (text, params, options) => {
+  const named: HotSql = async (text, params, options) => {
     if (options?.prepare === false) return (await pool.query(text, params)).rows;
     let name = names.get(text);
     if (!name) names.set(text, name = `hot_${names.size}`);
     return (await pool.query({ name, text, values: params })).rows;
   };
+  // Behind the pooler, the last failure is kept for readiness (poolerState).
+  let lastFailure: unknown;
+  const unnamed: HotSql = async (text, params) => {
+    try {
+      const { rows } = await pool.query(text, params);
+      lastFailure = undefined;
+      return rows;
+    } catch (error) {
+      if (isStoreFailure(error)) lastFailure = error;
+      throw error;
+    }
+  };
+  const sql = pooled ? unnamed : named;
   return {
     prisma,
     embedded: false,
     sql,
-    // Migrations get a connection of their own, outside the pool and its statement timeout: a
-    // migration may rightly take longer than a request's statement, and waits for another
-    // instance's advisory lock. Connecting is still bounded.
-    async withConnection(use) {
-      const client = new pg.Client({ connectionString, connectionTimeoutMillis: timeouts.databaseConnectMs });
-      client.on('error', () => {});
-      await client.connect();
+    withConnection: (use) => withSession(pg, direct, timeouts.databaseConnectMs, use),
+    async ping() {
       try {
-        return await use({
-          query: async (text, params) => ({ rows: (await client.query(text, params)).rows as never[] }),
-          exec: async (script) => { await client.query(script); },
-        });
-      } finally {
-        await client.end();
+        await pool.query('SELECT 1');
+        lastFailure = undefined;
+      } catch (error) {
+        lastFailure = error;
+        throw error;
       }
     },
-    async ping() {
-      await pool.query('SELECT 1');
-    },
+    ...(pooled ? { poolerState: () => (lastFailure === undefined ? undefined : poolerState(lastFailure)) } : {}),
     poolState: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     async close() {
       // A request still running at the shutdown deadline (SHUTDOWN_TIMEOUT_MS, src/main.ts) still

@@ -44,6 +44,8 @@ export interface StartOptions {
   log?: Logger;
   /** A structured logger instead (access and error lines); takes precedence over `log`. */
   logger?: OpsLogger;
+  /** Runs on the environment (and the database it names) before the app starts: to put a pooler in front, say. */
+  beforeStart?: (env: Record<string, string>) => Promise<void> | void;
 }
 
 async function listen(server: http.Server, port = 0): Promise<number> {
@@ -71,6 +73,7 @@ export async function startTestApp(options: StartOptions = {}): Promise<TestApp>
     }
     Object.assign(env, options.env);
   }
+  await options.beforeStart?.(env);
   const config = loadConfig(env);
   const app = await createApp(config, options.logger ?? options.log ?? ((error) => console.error('app error:', error)));
   server.on('request', app.callback());
