@@ -34,7 +34,7 @@ import { requestState } from './store/request-state.js';
 import { createWriteSender } from './store/write-sender.js';
 import { createLimiterFactory } from './store/limiter.js';
 import { migrate } from './store/migrate.js';
-import { connectRedis } from './store/redis.js';
+import { connectRedis, redisState, redisTarget } from './store/redis.js';
 import { loadKeys } from './store/keys.js';
 import { createAdapterFactory, postgresAdapters } from './oidc/adapter.js';
 import { createAuthorizedApps } from './oidc/authorized-apps.js';
@@ -128,7 +128,8 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     await db.withConnection((sql) => migrate(sql));
     // Signing keys from the database, rotated in stages (oidc/key-rotation.ts, docs/signing-keys.md).
     signingKeys = await loadSigningKeys({ prisma: db.prisma, config, logger });
-    redis = config.redisUrl ? await connectRedis(config.redisUrl, config.timeouts) : undefined;
+    const redisAt = redisTarget(config);
+    redis = redisAt ? await connectRedis(redisAt, config.timeouts) : undefined;
   } catch (error) {
     await db.close();
     throw error;
@@ -269,7 +270,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
       // Through the guards: ready exactly when requests would be let through to the stores.
       checks: {
         database: { ping: () => guards.durable(() => db.ping()), state: db.poolerState },
-        ...(redis ? { redis: () => guards.shortLived(() => redis!.ping()) } : {}),
+        ...(redis ? { redis: { ping: () => guards.shortLived(() => redis!.ping()), state: redisState(redis) } } : {}),
       },
       stopping: () => inFlight.draining,
     }))

@@ -44,7 +44,7 @@ const startFailure = (message: string, fields: object = {}) => {
 function describe(config: Config): string {
   const database = !config.databaseUrl ? `embedded PostgreSQL in ${config.dataDir}`
     : config.databasePooler ? 'PostgreSQL through pgbouncer (DATABASE_URL; sessions on DATABASE_DIRECT_URL)' : 'PostgreSQL (DATABASE_URL)';
-  const sessions = config.redisUrl ? 'Redis (REDIS_URL)' : 'process memory';
+  const sessions = config.redisUrl ? 'Redis (REDIS_URL)' : config.redisSentinel ? `Redis through Sentinel (primary "${config.redisSentinel.name}")` : 'process memory';
   return `OAuth service at ${config.baseUrl} (port ${config.port}); data: ${database}; sessions: ${sessions}`;
 }
 

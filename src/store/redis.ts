@@ -10,6 +10,12 @@
  * - one retry per request at most; reconnection goes on in the background, at most every 2 s.
  * A failure then surfaces on the request that needed Redis, as a 503 (store-failure.ts).
  *
+ * Through Sentinel (REDIS_SENTINELS, redis-sentinel.ts) the client asks the Sentinels for the
+ * primary, and asks again at every reconnection: after a failover it finds the promoted replica
+ * by itself. It also listens for Sentinel's `+switch-master` and leaves a demoted primary at
+ * once (redis-sentinel.ts `followFailovers`). Meanwhile commands fail at once (no offline
+ * queue): requests get 503, limits count in memory (limiter.ts).
+ *
  * Commands are auto-pipelined: those issued in one turn of the event loop (by every request
  * read in that turn: their rate-limit increments, session reads, …) go to Redis in one write
  * (issue 9: "rate limiting: one Redis round trip per request, however many budgets apply"; under
@@ -17,17 +23,39 @@
  *
  * @example const redis = await connectRedis(url, { redisCommandMs: 1000, redisConnectMs: 2000 });
  */
-import type { Redis } from 'ioredis';
-import type { Timeouts } from '../config.js';
+import type { Redis, RedisOptions } from 'ioredis';
+import type { RedisSentinel, Timeouts } from '../config.js';
+import { checkSentinels, followFailovers, sentinelState } from './redis-sentinel.js';
+import { within } from './store-failure.js';
 
 export type RedisTimeouts = Pick<Timeouts, 'redisCommandMs' | 'redisConnectMs'>;
 
 export const DEFAULT_REDIS_TIMEOUTS: RedisTimeouts = { redisCommandMs: 1000, redisConnectMs: 2000 };
 
-export async function connectRedis(url: string, timeouts: RedisTimeouts = DEFAULT_REDIS_TIMEOUTS): Promise<Redis> {
-  // Loaded only when REDIS_URL is set (issue 9 "Memory").
+/** How long readiness asks the Sentinels what they see (within its 2 s: health.ts). */
+const SENTINEL_STATE_MS = 800;
+
+/** Where Redis is: REDIS_URL, or the Sentinels that know the primary. */
+export type RedisTarget = string | RedisSentinel;
+
+/** `config`'s Redis, if it has one. */
+export const redisTarget = (config: { redisUrl: string | undefined; redisSentinel: RedisSentinel | undefined }): RedisTarget | undefined => config.redisUrl ?? config.redisSentinel;
+
+export async function connectRedis(target: RedisTarget, timeouts: RedisTimeouts = DEFAULT_REDIS_TIMEOUTS): Promise<Redis> {
+  // Loaded only when REDIS_URL or REDIS_SENTINELS is set (issue 9 "Memory").
   const { Redis } = await import('ioredis');
-  const redis = new Redis(url, {
+  const sentinel = typeof target === 'string' ? undefined : target;
+  if (sentinel) await checkSentinels(sentinel, timeouts.redisConnectMs);
+  const where: RedisOptions = sentinel
+    ? {
+      sentinels: sentinel.sentinels.map(({ host, port }) => ({ host, port })),
+      name: sentinel.name,
+      sentinelPassword: sentinel.password,
+      sentinelCommandTimeout: timeouts.redisConnectMs,
+    }
+    : {};
+  const options: RedisOptions = {
+    ...where,
     lazyConnect: true,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
@@ -35,14 +63,26 @@ export async function connectRedis(url: string, timeouts: RedisTimeouts = DEFAUL
     connectTimeout: timeouts.redisConnectMs,
     retryStrategy: (attempt) => Math.min(attempt * 100, 2000),
     enableAutoPipelining: true,
-  });
+  };
+  const redis = typeof target === 'string' ? new Redis(target, options) : new Redis(options);
   // ioredis reconnects by itself; without a listener a lost connection would be an uncaught error.
   redis.on('error', () => {});
   try {
-    await redis.connect();
+    // Through Sentinel each attempt asks the Sentinels first, and ioredis retries them for ever.
+    await (sentinel ? within(2 * timeouts.redisConnectMs, redis.connect()) : redis.connect());
   } catch (error) {
     redis.disconnect();
-    throw new Error(`cannot connect to REDIS_URL: ${(error as Error).message}`, { cause: error });
+    const variable = sentinel ? `the primary "${sentinel.name}" that REDIS_SENTINELS name` : 'REDIS_URL';
+    throw new Error(`cannot connect to ${variable}: ${(error as Error).message}`, { cause: error });
   }
+  if (sentinel) await followFailovers(sentinel, redis, timeouts.redisConnectMs);
   return redis;
+}
+
+/** What readiness says of a failing Redis beside its name: what Sentinel sees; undefined without Sentinel. */
+export function redisState(redis: Redis): (() => Promise<string>) | undefined {
+  const { sentinels, name, sentinelPassword } = redis.options;
+  if (!sentinels || !name) return undefined;
+  const sentinel: RedisSentinel = { sentinels: sentinels.map(({ host = '127.0.0.1', port = 26379 }) => ({ host, port })), name, password: sentinelPassword };
+  return () => sentinelState(sentinel, redis, SENTINEL_STATE_MS);
 }

@@ -31,7 +31,7 @@ export interface RedisServer {
  * connect left a 2 s timer of its own behind (its disconnect waits for a close that had already
  * happened), which kept the test worker alive after the suite.
  */
-function answers(port: number): Promise<boolean> {
+export function answers(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect(port, '127.0.0.1');
     const done = (answered: boolean) => { socket.destroy(); resolve(answered); };
@@ -43,13 +43,14 @@ function answers(port: number): Promise<boolean> {
   });
 }
 
-export async function startRedisServer(): Promise<RedisServer> {
-  const port = await freePort();
+/** `args`: more of redis-server's options (say `--replicaof 127.0.0.1 6380`); `port`: a given one instead of a free one. */
+export async function startRedisServer({ args = [], port: given }: { args?: string[]; port?: number } = {}): Promise<RedisServer & { readonly port: number }> {
+  const port = given ?? await freePort();
   const url = `redis://127.0.0.1:${port}`;
   let child: ChildProcess | undefined;
 
   const start = async () => {
-    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...args], { stdio: 'ignore' });
     for (let i = 0; i < 100 && !(await answers(port)); i += 1) await new Promise((resolve) => setTimeout(resolve, 100));
     if (!(await answers(port))) throw new Error(`redis-server did not start on port ${port}`);
   };
@@ -66,6 +67,7 @@ export async function startRedisServer(): Promise<RedisServer> {
   await start();
   return {
     url,
+    port,
     kill,
     restart: start,
     pause: () => { child?.kill('SIGSTOP'); },
