@@ -45,8 +45,11 @@ async function answers(url: string): Promise<boolean> {
   }
 }
 
-/** `upstream`: the server it pools for (default: the machine's PostgreSQL); every database there is served. */
-export async function startPgbouncer({ upstream = POSTGRES_ADMIN_URL }: { upstream?: string } = {}): Promise<Pgbouncer> {
+/**
+ * `upstream`: the server it pools for (default: the machine's PostgreSQL); every database there
+ * is served. `settings`: more `[pgbouncer]` lines, for a test of a pooler set up otherwise.
+ */
+export async function startPgbouncer({ upstream = POSTGRES_ADMIN_URL, settings = [] }: { upstream?: string; settings?: string[] } = {}): Promise<Pgbouncer> {
   const server = new URL(upstream);
   const user = postgresUser();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'oauth-pgbouncer-'));
@@ -64,6 +67,7 @@ export async function startPgbouncer({ upstream = POSTGRES_ADMIN_URL }: { upstre
     `auth_file = ${path.join(dir, 'userlist.txt')}`,
     'pool_mode = transaction',
     `logfile = ${path.join(dir, 'pgbouncer.log')}`,
+    ...settings,
     '',
   ].join('\n'));
   if (user) for (const file of ['', 'userlist.txt', 'pgbouncer.ini']) fs.chownSync(path.join(dir, file), user.uid, user.gid);

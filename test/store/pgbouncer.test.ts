@@ -55,6 +55,18 @@ describeWith(PGBOUNCER)('PostgreSQL through PgBouncer (transaction mode)', () =>
     expect(error.message).toMatch(/unsupported startup parameter: (statement_timeout|idle_in_transaction_session_timeout)/);
   });
 
+  test('a pooler that takes the startup parameters but ignores them (ignore_startup_parameters) is detected at start-up too', async () => {
+    const lenient = await startPgbouncer({ settings: ['ignore_startup_parameters = statement_timeout,idle_in_transaction_session_timeout'] });
+    try {
+      const error = await failure(openDatabase({ databaseUrl: lenient.urlFor(unbounded.url), dataDir: '', timeouts }));
+      expect(error).toBeInstanceOf(ConfigError);
+      expect(error.variable).toBe('DATABASE_POOLER');
+      expect(error.message).toContain(`did not apply the startup parameter statement_timeout (the server reports 0 ms, not ${STATEMENT_MS})`);
+    } finally {
+      await lenient.stop();
+    }
+  });
+
   test('without the role\'s bounds the server would not bound a statement: start-up is refused with the one command that sets them', async () => {
     const error = await failure(openDatabase(pooled(unbounded)));
     expect(error).toBeInstanceOf(ConfigError);
