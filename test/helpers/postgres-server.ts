@@ -34,8 +34,7 @@ export interface PostgresServer {
   stop(): Promise<void>;
 }
 
-/** The `postgres` user's ids when we are root (PostgreSQL's tools, and pgbouncer, refuse to run as root); undefined otherwise. */
-export function postgresUser(): { uid: number; gid: number } | undefined {
+function postgresUser(): { uid: number; gid: number } | undefined {
   if (process.getuid?.() !== 0) return undefined;
   return {
     uid: Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim()),
