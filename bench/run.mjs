@@ -3,7 +3,7 @@
  *
  * Builds the service, then starts each server under test in its own process — bare Koa, the
  * stock oidc-provider with a Map adapter (P), and this service (`node dist/launch.cjs`, as
- * `npm start` runs it) on PostgreSQL + Redis and embedded — and drives each from another
+ * `npm start` runs it) on PostgreSQL + Redis, through PgBouncer + Redis, and embedded — and drives each from another
  * process (Debian's wrk when installed, else autocannon; 32 connections; fresh login flows: 8
  * browsers). Each figure: a warm-up,
  * then the median of 3 runs of 8 s. Costs per request are counted on the stores' side
@@ -16,7 +16,7 @@
  * With `--markdown file` the header line and the table also replace the part of that page
  * between its marker comments (bench/lib/markdown.mjs): `--markdown docs/performance.md`.
  *
- * Usage: npm run bench [-- --quick] [--mode pg|embedded|both] [--rows userinfo,exchange,…]
+ * Usage: npm run bench [-- --quick] [--mode pg,pgbouncer,embedded|all] [--rows userinfo,exchange,…]
  *        [--seed-tokens N] [--connections 32] [--seconds 8] [--runs 3] [--warmup 3] [--no-build]
  *        [--json file] [--markdown file] [--webhook-latency] [--cpu-prof dir] [--env NAME=value …]
  *        [--load wrk|autocannon] [--against git-ref | --variants NAME=a,b] [--rounds 2]
@@ -34,13 +34,14 @@ import { startBareKoa, startStockProvider } from './lib/anchors.mjs';
 import { defaultLoad, ROOT, runDriver } from './lib/processes.mjs';
 import { ROWS, ROW_IDS } from './lib/rows.mjs';
 import { seedTokens } from './lib/seed-tokens.mjs';
-import { startService } from './lib/service.mjs';
+import { MODES, startService } from './lib/service.mjs';
+import { PGBOUNCER_PATH } from './lib/pgbouncer.mjs';
 import { summariseProfiles } from './lib/profile-summary.mjs';
 import { markdownBlock, markedFileProblem, writeMarked } from './lib/markdown.mjs';
 import { headerLine, resultsTable, startRssLines } from './lib/report.mjs';
 import { fmt, median, medianRun, perRequest } from './lib/stats.mjs';
 
-const USAGE = `Usage: npm run bench [-- --quick] [--mode pg|embedded|both] [--rows ${ROW_IDS.join(',')}]
+const USAGE = `Usage: npm run bench [-- --quick] [--mode ${MODES.join(',')}|all] [--rows ${ROW_IDS.join(',')}]
        [--seed-tokens N] [--connections 32] [--seconds 8] [--runs 3] [--warmup 3] [--no-build]
        [--json file] [--markdown file] [--webhook-latency] [--cpu-prof dir] [--env NAME=value …]
        [--load wrk|autocannon] [--against git-ref | --variants NAME=a,b] [--rounds ${DEFAULT_ROUNDS}]
@@ -61,7 +62,7 @@ try {
   parsed = parseArgs({ options: {
     help: { type: 'boolean', default: false },
     quick: { type: 'boolean', default: false },
-    mode: { type: 'string', default: 'both' },
+    mode: { type: 'string', default: 'all' },
     rows: { type: 'string', default: ROW_IDS.join(',') },
     'seed-tokens': { type: 'string', default: '0' },
     connections: { type: 'string', default: '32' },
@@ -90,8 +91,15 @@ if (options.help) {
 
 const rows = options.rows.split(',').map((row) => row.trim()).filter(Boolean);
 for (const row of rows) if (!ROWS[row]) usage(`--rows: unknown row "${row}" (rows: ${ROW_IDS.join(', ')})`);
-if (!['pg', 'embedded', 'both'].includes(options.mode)) usage('--mode must be pg, embedded or both');
-const modes = options.mode === 'both' ? ['pg', 'embedded'] : [options.mode];
+// `both` is the old name of `all` (from when there were two modes).
+const every = options.mode === 'all' || options.mode === 'both';
+let modes = every ? [...MODES] : options.mode.split(',').map((mode) => mode.trim());
+for (const mode of modes) if (!MODES.includes(mode)) usage(`--mode takes ${MODES.join(', ')} (comma-separated) or all, got "${mode}"`);
+if (modes.includes('pgbouncer') && !fs.existsSync(PGBOUNCER_PATH)) {
+  if (!every) usage(`--mode pgbouncer: ${PGBOUNCER_PATH} is missing (apt-get install pgbouncer)`);
+  process.stderr.write(`[bench] skipping the pgbouncer mode: ${PGBOUNCER_PATH} is missing (apt-get install pgbouncer)\n`);
+  modes = modes.filter((mode) => mode !== 'pgbouncer');
+}
 if (!['wrk', 'autocannon'].includes(options.load)) usage('--load must be wrk or autocannon');
 const seed = Number(options['seed-tokens']);
 if (!Number.isInteger(seed) || seed < 0) usage('--seed-tokens must be a whole number');
@@ -129,6 +137,7 @@ const settings = {
   tmpDir: fs.mkdtempSync(path.join(os.tmpdir(), 'oauth-bench-run-')),
 };
 const log = (line) => process.stderr.write(`[bench] ${line}\n`);
+const LABELS = { pg: 'this service, Postgres + Redis', pgbouncer: 'this service, PgBouncer + Redis', embedded: 'this service, embedded' };
 
 /**
  * One figure: warm-up, inputs for every run prepared, store counters settled and read, the
@@ -239,7 +248,7 @@ async function main() {
   }
 
   for (const mode of modes) {
-    const label = mode === 'pg' ? 'this service, Postgres + Redis' : 'this service, embedded';
+    const label = LABELS[mode];
     log(`${label}: preparing`);
     if (comparison) {
       figures.push(...(await compare(mode, label)));

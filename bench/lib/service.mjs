@@ -1,12 +1,14 @@
 /**
  * This service as the bench runs it: `node dist/launch.cjs` (what `npm start` runs after its
- * build) in its own process, in one of its two modes:
+ * build) in its own process, in one of its modes:
  *
- * | mode     | database                                            | Redis                                       |
- * |----------|-----------------------------------------------------|---------------------------------------------|
- * | pg       | a fresh database `oauth_bench_…` on the machine's   | a private redis-server on a free port, so   |
- * |          | PostgreSQL, dropped afterwards                      | INFO commandstats counts only this service  |
- * | embedded | none (DATABASE_URL unset: PGlite under a temp DATA_DIR) | none (REDIS_URL unset: process memory)  |
+ * | mode      | database                                            | Redis                                       |
+ * |-----------|-----------------------------------------------------|---------------------------------------------|
+ * | pg        | a fresh database `oauth_bench_…` on the machine's   | a private redis-server on a free port, so   |
+ * |           | PostgreSQL, dropped afterwards                      | INFO commandstats counts only this service  |
+ * | pgbouncer | the same, through a private PgBouncer in transaction mode (DATABASE_POOLER=pgbouncer, | as pg |
+ * |           | DATABASE_DIRECT_URL for migrations, the role's bounds set as docs/production-data-tier.md says) | |
+ * | embedded  | none (DATABASE_URL unset: PGlite under a temp DATA_DIR) | none (REDIS_URL unset: process memory)   |
  *
  * It runs from `root`: this checkout, or another build's folder (the bench's `--against`).
  * Fixtures go through the service's own doors: the user through `dist/cli.js user:create`,
@@ -22,14 +24,17 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { Browser, authorizePath } from './browser.mjs';
 import { storeCounters } from './counters.mjs';
+import { startPgbouncer } from './pgbouncer.mjs';
 import { freePort, ROOT, sleep, startServer } from './processes.mjs';
+
+export const MODES = ['pg', 'pgbouncer', 'embedded'];
 
 export const POSTGRES_ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
 export const USER = { username: 'bench', password: 'correct horse battery staple' };
 const OPEN_LIMITS = { RATE_LIMIT_PER_MINUTE: '1000000', TOKEN_RATE_LIMIT_PER_MINUTE: '1000000' };
 
-async function admin(sql) {
-  const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
+async function admin(sql, url = POSTGRES_ADMIN_URL) {
+  const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
     return await client.query(sql);
@@ -85,13 +90,22 @@ export async function startService(mode, { logDir, nodeArgs = [], env: extraEnv 
   let database;
   let redisUrl;
   try {
-    if (mode === 'pg') {
+    if (mode === 'pg' || mode === 'pgbouncer') {
       database = `oauth_bench_${process.pid}_${randomBytes(3).toString('hex')}`;
       await admin(`CREATE DATABASE "${database}"`);
       cleanups.push(() => admin(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`));
       const url = new URL(POSTGRES_ADMIN_URL);
       url.pathname = `/${database}`;
       env.DATABASE_URL = url.toString();
+      if (mode === 'pgbouncer') {
+        // The docs' one-time command: the server bounds the role's sessions (the pooler passes no startup parameters).
+        const { boundsCommand } = await import(path.join(ROOT, 'dist', 'store', 'pooler.js'));
+        const bounds = { databaseStatementMs: Number(extraEnv.DATABASE_STATEMENT_TIMEOUT_MS ?? 2000), databaseIdleInTransactionMs: Number(extraEnv.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS ?? 10_000) };
+        await admin(boundsCommand(decodeURIComponent(url.username) || 'postgres', database, bounds), env.DATABASE_URL);
+        const bouncer = await startPgbouncer({ upstream: POSTGRES_ADMIN_URL });
+        cleanups.push(bouncer.stop);
+        Object.assign(env, { DATABASE_DIRECT_URL: env.DATABASE_URL, DATABASE_URL: bouncer.urlFor(env.DATABASE_URL), DATABASE_POOLER: 'pgbouncer' });
+      }
       const redis = await startRedis();
       cleanups.push(redis.stop);
       redisUrl = env.REDIS_URL = redis.url;
@@ -123,7 +137,7 @@ export async function startService(mode, { logDir, nodeArgs = [], env: extraEnv 
       root,
       base,
       server,
-      databaseUrl: env.DATABASE_URL,
+      databaseUrl: env.DATABASE_DIRECT_URL ?? env.DATABASE_URL, // PostgreSQL itself (seeding), not the pooler
       client,
       user: USER,
       sessionCookie,

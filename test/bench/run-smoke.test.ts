@@ -41,7 +41,8 @@ describe('npm run bench --quick', () => {
       [['--bogus'], "bench: Unknown option '--bogus'"],
       [['--rows', 'userinfo,nope'], 'bench: --rows: unknown row "nope"'],
       [['--runs', 'x'], 'bench: --runs must be a whole number of at least 1, got "x"'],
-      [['--mode', 'cloud'], 'bench: --mode must be pg, embedded or both'],
+      [['--mode', 'cloud'], 'bench: --mode takes pg, pgbouncer, embedded (comma-separated) or all, got "cloud"'],
+      [['--mode', 'pg,nope'], 'bench: --mode takes pg, pgbouncer, embedded (comma-separated) or all, got "nope"'],
     ] as const) {
       const failure = await run(...args).then(() => null, (error: { code: number; stderr: string }) => error);
       expect(failure?.code).toBe(2);
