@@ -13,10 +13,11 @@
 import type { Redis } from 'ioredis';
 import { ConfigError } from '../config.js';
 import type { RedisSentinel } from '../config.js';
+import { within } from './store-failure.js';
 
 type Answer = { ok: true; reply: unknown } | { ok: false; error: Error };
 
-/** `SENTINEL <args>` to every Sentinel at once, each on a connection of its own, bounded at `timeoutMs`. */
+/** `SENTINEL <args>` to every Sentinel at once, each on a connection of its own, each bounded at `timeoutMs`. */
 async function askEach(sentinel: RedisSentinel, timeoutMs: number, args: string[]): Promise<Answer[]> {
   const { Redis } = await import('ioredis'); // loaded only with Redis configured (issue 9 "Memory")
   return Promise.all(sentinel.sentinels.map(async ({ host, port }): Promise<Answer> => {
@@ -27,8 +28,9 @@ async function askEach(sentinel: RedisSentinel, timeoutMs: number, args: string[
     let refused: Error | undefined; // the socket's own error: the rejection only says "Connection is closed"
     client.on('error', (error: Error) => { refused ??= error; });
     try {
-      await client.connect();
-      return { ok: true, reply: await client.call('SENTINEL', ...args) };
+      // Bounded as a whole: a hung Sentinel accepts the connection and never answers.
+      const reply = await within(timeoutMs, client.connect().then(() => client.call('SENTINEL', ...args)));
+      return { ok: true, reply };
     } catch (error) {
       return { ok: false, error: refused ?? error as Error };
     } finally {

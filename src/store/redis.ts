@@ -32,8 +32,8 @@ export type RedisTimeouts = Pick<Timeouts, 'redisCommandMs' | 'redisConnectMs'>;
 
 export const DEFAULT_REDIS_TIMEOUTS: RedisTimeouts = { redisCommandMs: 1000, redisConnectMs: 2000 };
 
-/** How long readiness asks the Sentinels what they see (within its 2 s: health.ts). */
-const SENTINEL_STATE_MS = 800;
+/** How long readiness asks the Sentinels what they see (within its bound on a state, health.ts STATE_TIMEOUT_MS). */
+const SENTINEL_STATE_MS = 600;
 
 /** Where Redis is: REDIS_URL, or the Sentinels that know the primary. */
 export type RedisTarget = string | RedisSentinel;
