@@ -35,6 +35,13 @@ export interface SentinelSet {
   promoted(timeoutMs?: number): Promise<void>;
   /** Resolves once the replica has everything the primary has written so far. */
   replicated(): Promise<void>;
+  /**
+   * Holds the failover back (each Sentinel judges the primary down only after 10 minutes) until
+   * {@link releaseFailover} sets the judgement back to 1 s; a test holds the window open this way.
+   * (A paused Sentinel would not do: resumed, it finds its clock jumped and stays in TILT mode for 30 s.)
+   */
+  holdFailover(): Promise<void>;
+  releaseFailover(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -58,6 +65,9 @@ async function until(condition: () => Promise<boolean>, what: string, timeoutMs:
   }
 }
 
+/** How long a Sentinel waits before it judges the primary down (production: 5 s or more). */
+const DOWN_AFTER_MS = 1000;
+
 const field = (info: string, name: string) => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(info)?.[1] ?? NaN);
 
 export async function startSentinelSet({ name = 'oauth-primary' } = {}): Promise<SentinelSet> {
@@ -73,7 +83,7 @@ export async function startSentinelSet({ name = 'oauth-primary' } = {}): Promise
     fs.writeFileSync(path.join(dir, 'sentinel.conf'), [
       `port ${port}`, 'bind 127.0.0.1', `dir ${dir}`,
       `sentinel monitor ${name} 127.0.0.1 ${primary.port} 2`,
-      `sentinel down-after-milliseconds ${name} 1000`,
+      `sentinel down-after-milliseconds ${name} ${DOWN_AFTER_MS}`,
       `sentinel failover-timeout ${name} 5000`,
       '',
     ].join('\n'));
@@ -100,6 +110,12 @@ export async function startSentinelSet({ name = 'oauth-primary' } = {}): Promise
     async replicated() {
       const written = field(String(await ask(primary.port, 'INFO', 'replication')), 'master_repl_offset');
       await until(async () => field(String(await ask(replica.port, 'INFO', 'replication')), 'slave_repl_offset') >= written, 'the replica catches up', 10_000);
+    },
+    async holdFailover() {
+      await Promise.all(sentinelPorts.map((port) => ask(port, 'SENTINEL', 'SET', name, 'down-after-milliseconds', String(DOWN_AFTER_MS * 600))));
+    },
+    async releaseFailover() {
+      await Promise.all(sentinelPorts.map((port) => ask(port, 'SENTINEL', 'SET', name, 'down-after-milliseconds', String(DOWN_AFTER_MS))));
     },
     async stop() {
       await Promise.all(sentinels.map((child) => {
