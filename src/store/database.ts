@@ -25,7 +25,7 @@ export interface Database {
   readonly prisma: PrismaClient;
   readonly embedded: boolean;
   /**
-   * The driver under Prisma's adapter, for the few hot statements README "Storage" names: the
+   * The driver under Prisma's adapter, for the few hot statements docs/storage.md names: the
    * same pool (or PGlite), so the same statement timeout, and the same store guard around it.
    */
   readonly sql: HotSql;
@@ -58,7 +58,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   return openPostgres(options.databaseUrl, { direct: options.databaseDirectUrl ?? options.databaseUrl, pooled: options.databasePooler === 'pgbouncer', timeouts });
 }
 
-// Each mode loads its own driver only (issue 9 "Memory"): node-postgres and Prisma's pg adapter
+// Each mode loads its own driver only (less memory): node-postgres and Prisma's pg adapter
 // with DATABASE_URL, PGlite and its adapter without.
 
 async function openPostgres(connectionString: string, { direct, pooled, timeouts }: { direct: string; pooled: boolean; timeouts: DatabaseTimeouts }): Promise<Database> {
@@ -139,7 +139,7 @@ async function openPostgres(connectionString: string, { direct, pooled, timeouts
         await pool.end();
       })();
       // A server that hangs answers no goodbye (nor the rollback Prisma sends an open transaction):
-      // closing waits DATABASE_CONNECT_TIMEOUT_MS at most, then drops the sockets (issue 10).
+      // closing waits DATABASE_CONNECT_TIMEOUT_MS at most, then drops the sockets.
       const closed = await within(timeouts.databaseConnectMs, closing.then(() => true, () => true)).catch(() => false);
       if (!closed) for (const client of open) (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
     },

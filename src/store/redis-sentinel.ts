@@ -19,7 +19,7 @@ type Answer = { ok: true; reply: unknown } | { ok: false; error: Error };
 
 /** `SENTINEL <args>` to every Sentinel at once, each on a connection of its own, each bounded at `timeoutMs`. */
 async function askEach(sentinel: RedisSentinel, timeoutMs: number, args: string[]): Promise<Answer[]> {
-  const { Redis } = await import('ioredis'); // loaded only with Redis configured (issue 9 "Memory")
+  const { Redis } = await import('ioredis'); // loaded only with Redis configured, as in redis.ts
   return Promise.all(sentinel.sentinels.map(async ({ host, port }): Promise<Answer> => {
     const client = new Redis({
       host, port, password: sentinel.password, lazyConnect: true, enableReadyCheck: false, enableOfflineQueue: false,

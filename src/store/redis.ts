@@ -18,8 +18,8 @@
  *
  * Commands are auto-pipelined: those issued in one turn of the event loop (by every request
  * read in that turn: their rate-limit increments, session reads, …) go to Redis in one write
- * (issue 9: "rate limiting: one Redis round trip per request, however many budgets apply"; under
- * load, one round trip serves many requests). A MULTI stays a transaction of its own.
+ * (rate limiting takes one Redis round trip per request, however many budgets apply; under
+ * load, one round trip serves many requests: docs/rate-limits.md). A MULTI stays a transaction of its own.
  *
  * @example const redis = await connectRedis(url, { redisCommandMs: 1000, redisConnectMs: 2000 });
  */
@@ -42,7 +42,7 @@ export type RedisTarget = string | RedisSentinel;
 export const redisTarget = (config: { redisUrl: string | undefined; redisSentinel: RedisSentinel | undefined }): RedisTarget | undefined => config.redisUrl ?? config.redisSentinel;
 
 export async function connectRedis(target: RedisTarget, timeouts: RedisTimeouts = DEFAULT_REDIS_TIMEOUTS): Promise<Redis> {
-  // Loaded only when REDIS_URL or REDIS_SENTINELS is set (issue 9 "Memory").
+  // Loaded only when REDIS_URL or REDIS_SENTINELS is set: no Redis, no ioredis in memory.
   const { Redis } = await import('ioredis');
   const sentinel = typeof target === 'string' ? undefined : target;
   if (sentinel) await checkSentinels(sentinel, timeouts.redisConnectMs);
