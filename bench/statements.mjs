@@ -10,7 +10,8 @@
  * | direct, unnamed         | PostgreSQL            | unnamed (parsed and planned every time)  |
  * | PgBouncer, unnamed      | a private PgBouncer in transaction mode | unnamed (what DATABASE_POOLER=pgbouncer runs) |
  *
- * Prints lookups/s (median of the rounds) and the ratio to the direct, named set-up. The whole
+ * Prints lookups/s (median of the rounds), the ratio to the direct, named set-up, and this
+ * process's CPU time a lookup (the driver's side of the cost; the server's is the rest). The whole
  * service's rows through PgBouncer are `npm run bench -- --mode pg,pgbouncer`.
  *
  * Usage: npm run bench:statements [-- --seconds 3 --rounds 3]
@@ -52,10 +53,11 @@ async function seed(url) {
     [{ accountId: user, clientId: 'bench-client', grantId: 'bench-grant', kind: 'AccessToken' }]);
 }
 
-/** Lookups per second over SECONDS, IN_FLIGHT at a time. */
+/** Lookups per second over SECONDS, IN_FLIGHT at a time, and this process's CPU time per lookup (µs). */
 async function measure(db) {
   const hot = createHotReads(db.sql);
   let lookups = 0;
+  const cpu = process.cpuUsage();
   const until = Date.now() + SECONDS * 1000;
   await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
     while (Date.now() < until) {
@@ -63,7 +65,8 @@ async function measure(db) {
       lookups += 1;
     }
   }));
-  return lookups / SECONDS;
+  const { user, system } = process.cpuUsage(cpu);
+  return { perSecond: lookups / SECONDS, cpuUs: (user + system) / lookups };
 }
 
 async function main() {
@@ -92,12 +95,15 @@ async function main() {
     for (let round = 0; round < ROUNDS; round += 1) {
       for (const [label, db] of Object.entries(dbs)) {
         rates[label].push(await measure(db));
-        process.stderr.write(`[bench] round ${round + 1}, ${label}: ${fmt(rates[label].at(-1))}/s\n`);
+        process.stderr.write(`[bench] round ${round + 1}, ${label}: ${fmt(rates[label].at(-1).perSecond)}/s\n`);
       }
     }
-    const base = median(rates['direct, named']);
+    const perSecond = (label) => median(rates[label].map((rate) => rate.perSecond));
+    const base = perSecond('direct, named');
     console.log(`\nThe hot token read (userinfo's), ${IN_FLIGHT} in flight; median of ${ROUNDS} rounds of ${SECONDS} s, set-ups in turns\n`);
-    console.log(formatTable(['set-up', 'lookups/s', 'vs direct, named'], Object.entries(rates).map(([label, list]) => [label, fmt(median(list)), `${(median(list) / base).toFixed(2)}×`])));
+    console.log(formatTable(['set-up', 'lookups/s', 'vs direct, named', 'client CPU µs/lookup'], Object.entries(rates).map(([label, list]) => [
+      label, fmt(perSecond(label)), `${(perSecond(label) / base).toFixed(2)}×`, fmt(median(list.map((rate) => rate.cpuUs))),
+    ])));
   } finally {
     for (const db of opened) await db.close();
     await bouncer?.stop();
