@@ -49,7 +49,9 @@ export async function checkSentinels(sentinel: RedisSentinel, timeoutMs: number)
     throw new ConfigError('REDIS_SENTINEL_NAME', `no Sentinel of REDIS_SENTINELS (${listed(sentinel)}) monitors a primary named "${sentinel.name}"`);
   }
   const refused = answers.find((answer) => !answer.ok && /^(NOAUTH|WRONGPASS|ERR AUTH)/.test(answer.error.message));
-  if (refused && !refused.ok) throw new ConfigError('REDIS_SENTINEL_PASSWORD', `the Sentinels refuse it: ${refused.error.message}`);
+  if (refused && !refused.ok) {
+    throw new ConfigError('REDIS_SENTINEL_PASSWORD', `${sentinel.password === undefined ? 'is needed: the Sentinels ask for one' : 'the Sentinels refuse it'} (${refused.error.message})`);
+  }
   const reasons = [...new Set(answers.map((answer) => (answer.ok ? '' : answer.error.message)))].join('; ');
   throw new Error(`cannot reach any Sentinel of REDIS_SENTINELS (${listed(sentinel)}): ${reasons}`);
 }
