@@ -75,13 +75,10 @@ async function openPostgres(connectionString: string, { direct, pooled, timeouts
   // An idle client that loses its server emits 'error' on the pool; without a listener that
   // kills the process. The next query reports the problem instead.
   pool.on('error', () => {});
-  // Every connection, and those lent to requests right now: see close().
+  // Every connection the pool holds (lent or idle): see close(). Followed per connection, not per query.
   const open = new Set<PoolClient>();
-  const lent = new Set<PoolClient>();
   pool.on('connect', (client) => open.add(client));
-  pool.on('acquire', (client) => lent.add(client));
-  pool.on('release', (_error, client) => lent.delete(client));
-  pool.on('remove', (client) => { lent.delete(client); open.delete(client); });
+  pool.on('remove', (client) => open.delete(client));
   try {
     await checkServerBounds(async (text) => (await pool.query(text)).rows, { pooled, timeouts });
   } catch (error) {
@@ -89,23 +86,17 @@ async function openPostgres(connectionString: string, { direct, pooled, timeouts
     throw error;
   }
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
-  // Prepared once per connection: the server plans a hot statement once, not per request. A
-  // transaction pooler hands the next transaction another server connection, where the name
+  // A named statement is prepared once per connection: the server plans it once, not per request.
+  // A transaction pooler hands the next transaction another server connection, where the name
   // is unknown (or taken): there every statement is unnamed, parsed with its execution.
-  const names = new Map<string, string>();
-  const named: HotSql = async (text, params, options) => {
-    if (options?.prepare === false) return (await pool.query(text, params)).rows;
-    let name = names.get(text);
-    if (!name) names.set(text, name = `hot_${names.size}`);
-    return (await pool.query({ name, text, values: params })).rows;
-  };
+  const named = pool.query.bind(pool) as unknown as HotSql;
   // Behind the pooler, the last failure is kept for readiness (poolerState).
   let lastFailure: unknown;
-  const unnamed: HotSql = async (text, params) => {
+  const unnamed: HotSql = async ({ text, values }) => {
     try {
-      const { rows } = await pool.query(text, params);
+      const result = await pool.query(text, values);
       lastFailure = undefined;
-      return rows;
+      return result as never;
     } catch (error) {
       if (isStoreFailure(error)) lastFailure = error;
       throw error;
@@ -130,10 +121,10 @@ async function openPostgres(connectionString: string, { direct, pooled, timeouts
     poolState: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     async close() {
       // A request still running at the shutdown deadline (SHUTDOWN_TIMEOUT_MS, src/main.ts) still
-      // holds its connection, and pool.end() waits for every connection: it is ended first, its
-      // statement failing (a hung one included), so the deadline holds. After a drain that
-      // settled, none is lent.
-      for (const client of lent) void client.end().catch(() => {});
+      // holds its connection, and pool.end() waits for every connection: every connection is
+      // ended here, its statement failing (a hung one included), so the deadline holds. After a
+      // drain that settled, none is lent, and this is what pool.end() does.
+      for (const client of open) void client.end().catch(() => {});
       const closing = (async () => {
         await prisma.$disconnect();
         await pool.end();

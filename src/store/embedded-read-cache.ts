@@ -56,18 +56,18 @@ export function exactReadCache(pglite: PGlite, limit = READ_CACHE_ENTRIES): { wa
     },
   });
 
-  const sql: HotSql = async <Row>(text: string, params: unknown[]) => {
-    if (!READ.test(text)) return write(async () => (await pglite.query<Row>(text, params)).rows);
-    const key = `${text}\0${JSON.stringify(params)}`;
+  const sql: HotSql = async <Row>({ text, values }: { text: string; values: unknown[] }) => {
+    if (!READ.test(text)) return write(async () => ({ rows: (await pglite.query<Row>(text, values)).rows }));
+    const key = `${text}\0${JSON.stringify(values)}`;
     const hit = cache.get(key);
-    if (hit) return structuredClone(hit) as Row[];
+    if (hit) return { rows: structuredClone(hit) as Row[] };
     const seen = generation;
-    const { rows } = await pglite.query<Row>(text, params);
+    const { rows } = await pglite.query<Row>(text, values);
     if (seen === generation) {
       if (cache.size >= limit) cache.delete(cache.keys().next().value!);
       cache.set(key, structuredClone(rows));
     }
-    return rows;
+    return { rows };
   };
 
   return { watched, sql };

@@ -62,10 +62,10 @@ function remember({ grantId, accountId, clientId }: { grantId?: unknown; account
   }
 }
 
-/** One statement for `keys` (each a row of `text`'s key set): each key gets its row, or null. */
-function reader<K extends object, Row>(sql: HotSql, text: string, byTurn: boolean): (key: K) => Promise<Row | null> {
+/** One statement for `keys` (each a row of the statement's key set): each key gets its row, or null. */
+function reader<K extends object, Row>(sql: HotSql, statement: { name: string; text: string }, byTurn: boolean): (key: K) => Promise<Row | null> {
   const load = async (keys: readonly K[]) => {
-    const rows = await sql<Row & { n: number }>(text, [JSON.stringify(keys.map((key, n) => ({ n, ...key })))]);
+    const { rows } = await sql<Row & { n: number }>({ ...statement, values: [JSON.stringify(keys.map((key, n) => ({ n, ...key })))] });
     const found = new Map(rows.map((row) => [row.n, row]));
     return keys.map((_, n) => found.get(n) ?? null);
   };

@@ -6,7 +6,9 @@ export interface SqlConnection {
 }
 
 /**
- * One statement on the request path, straight to the driver (pg pool or PGlite). Prepared once
- * per connection unless `prepare: false` (a statement whose text varies from call to call).
+ * One statement on the request path, straight to the driver (pg's `pool.query`, or PGlite): its
+ * text, its values and, for the request path's fixed statements (store/statements.ts), the name
+ * it is prepared under once per connection where that lasts (a direct connection: not behind a
+ * transaction pooler, nor on PGlite).
  */
-export type HotSql = <Row = Record<string, unknown>>(text: string, params: unknown[], options?: { prepare?: boolean }) => Promise<Row[]>;
+export type HotSql = <Row = Record<string, unknown>>(query: { readonly name?: string; readonly text: string; readonly values: unknown[] }) => Promise<{ rows: Row[] }>;

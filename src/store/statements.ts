@@ -18,13 +18,13 @@ const MODEL = (alias: string, as = '') => `${alias}.payload AS ${as}payload, (ex
 const UUID = '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
 
 /** Provider models by (type, id). */
-export const FIND_MODELS = `SELECT k.n, ${MODEL('m')} FROM ${KEYS('type text, id text')} JOIN oidc_models m ON m.type = k.type AND m.id = k.id`;
+export const FIND_MODELS = { name: 'find_models', text: `SELECT k.n, ${MODEL('m')} FROM ${KEYS('type text, id text')} JOIN oidc_models m ON m.type = k.type AND m.id = k.id` } as const;
 
 /**
  * Tokens and codes by (type, id), each with what the provider asks for next: its grant, its
  * user, its client, and whether that client has an enabled webhook endpoint.
  */
-export const FIND_TOKENS = `
+export const FIND_TOKENS = { name: 'find_tokens', text: `
 SELECT k.n, ${MODEL('m')}, ${MODEL('g', 'g_')},
   to_jsonb(u) AS "user", to_jsonb(c) AS client,
   EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.client_id = c.client_id AND e.enabled) AS client_has_webhooks
@@ -32,23 +32,23 @@ FROM ${KEYS('type text, id text')}
 JOIN oidc_models m ON m.type = k.type AND m.id = k.id
 LEFT JOIN oidc_models g ON g.type = 'Grant' AND g.id = m.grant_id
 LEFT JOIN LATERAL (SELECT * FROM users WHERE users.id = CASE WHEN m.payload->>'accountId' ~ '${UUID}' THEN (m.payload->>'accountId')::uuid END) u ON true
-LEFT JOIN clients c ON c.client_id = m.payload->>'clientId'`;
+LEFT JOIN clients c ON c.client_id = m.payload->>'clientId'` } as const;
 
 /**
  * Clients by id, each with what a login session of the request points at: its user and its
  * grant for that client (a silent authorization asks for them next).
  */
-export const FIND_CLIENTS = `
+export const FIND_CLIENTS = { name: 'find_clients', text: `
 SELECT k.n, to_jsonb(c) AS client,
   EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.client_id = k.client_id AND e.enabled) AS client_has_webhooks,
   (SELECT to_jsonb(u) FROM users u WHERE u.id = k.account_id) AS "user",
   ${MODEL('g', 'g_')}
 FROM ${KEYS('client_id text, account_id uuid, grant_id text')}
 LEFT JOIN clients c ON c.client_id = k.client_id
-LEFT JOIN oidc_models g ON g.type = 'Grant' AND g.id = k.grant_id`;
+LEFT JOIN oidc_models g ON g.type = 'Grant' AND g.id = k.grant_id` } as const;
 
 /** Users by id. */
-export const FIND_USERS = `SELECT k.n, to_jsonb(u) AS "user" FROM ${KEYS('id uuid')} JOIN users u ON u.id = k.id`;
+export const FIND_USERS = { name: 'find_users', text: `SELECT k.n, to_jsonb(u) AS "user" FROM ${KEYS('id uuid')} JOIN users u ON u.id = k.id` } as const;
 
 /**
  * The writes of one or more requests (each a "batch"), in one statement and so in one
@@ -74,7 +74,7 @@ export const FIND_USERS = `SELECT k.n, to_jsonb(u) AS "user" FROM ${KEYS('id uui
  * Answers one row: `took`, the consumes that took (their 1-based place in $2–$4); `announced`,
  * the events that got at least one message.
  */
-export const WRITE = `
+export const WRITE = { name: 'write', text: `
 WITH consumes AS (
   SELECT * FROM unnest($2::int[], $3::text[], $4::text[]) WITH ORDINALITY AS c(batch, type, id, n)
 ), took AS (
@@ -118,5 +118,4 @@ WITH consumes AS (
   WHERE c.client_id = u.client_id AND u.batch IN (SELECT b FROM ok)
   RETURNING 1
 )
-SELECT ARRAY(SELECT n::int FROM took) AS took, ARRAY(SELECT DISTINCT event_id FROM messages) AS announced,
-  (SELECT count(*) FROM models)::int + (SELECT count(*) FROM audit)::int AS written`;
+SELECT ARRAY(SELECT n::int FROM took) AS took, ARRAY(SELECT DISTINCT event_id FROM messages) AS announced` } as const;

@@ -39,7 +39,7 @@ export function writeParameters(batches: readonly Writes[]): unknown[] {
 
 /** Runs the statement for `batches` with `query`: which consumes took (1-based), and which events got a message. */
 async function run(query: HotSql, batches: readonly Writes[]): Promise<{ took: Set<number>; announced: Set<string> }> {
-  const [row] = await query<{ took: number[]; announced: string[] }>(WRITE, writeParameters(batches));
+  const { rows: [row] } = await query<{ took: number[]; announced: string[] }>({ ...WRITE, values: writeParameters(batches) });
   return { took: new Set((row?.took ?? []).map(Number)), announced: new Set(row?.announced ?? []) };
 }
 

@@ -154,7 +154,7 @@ export function createWebhookService(deps: WebhookDependencies): WebhookService 
       const result = await prisma.$transaction(async (tx) => change(tx, async (type, data) => {
         const writes = new Writes();
         add(writes, type, data);
-        const query = <Row>(text: string, params: unknown[]) => tx.$queryRawUnsafe<Row[]>(text, ...params);
+        const query = async <Row>({ text, values }: { text: string; values: unknown[] }) => ({ rows: await tx.$queryRawUnsafe<Row[]>(text, ...values) });
         if ((await writeInTransaction(query, writes)).size > 0) announced = true;
       }), options.timeoutMs === undefined ? undefined : { timeout: options.timeoutMs });
       if (announced) worker.wake();

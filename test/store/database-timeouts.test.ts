@@ -32,14 +32,13 @@ describe('PostgreSQL session timeouts on the pool', () => {
   });
 
   test('each connection carries the configured bounds', async () => {
-    const [row] = await db.sql<{ statement: string; idle: string }>(
-      "SELECT current_setting('statement_timeout') AS statement, current_setting('idle_in_transaction_session_timeout') AS idle", []);
+    const [row] = (await db.sql<{ statement: string; idle: string }>({ text: "SELECT current_setting('statement_timeout') AS statement, current_setting('idle_in_transaction_session_timeout') AS idle", values: [] })).rows;
     expect(row).toEqual({ statement: `${STATEMENT_MS}ms`, idle: `${IDLE_IN_TRANSACTION_MS}ms` });
   });
 
   test('a statement past DATABASE_STATEMENT_TIMEOUT_MS is cancelled by the server: a store failure, then the pool serves again', async () => {
     const started = Date.now();
-    const error = await db.sql('SELECT pg_sleep(5)', [], { prepare: false }).catch((caught: unknown) => caught);
+    const error = await db.sql({ text: 'SELECT pg_sleep(5)', values: [] }).catch((caught: unknown) => caught);
     expect(Date.now() - started).toBeLessThan(STATEMENT_MS + 1500);
     expect((error as { code?: string }).code).toBe('57014'); // query_canceled
     expect(asUnavailable('database', error)).toBeInstanceOf(StoreUnavailableError);
@@ -47,7 +46,7 @@ describe('PostgreSQL session timeouts on the pool', () => {
   });
 
   test('a transaction left idle past DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS is ended by the server: a store failure, nothing of it kept', async () => {
-    await db.sql('CREATE TABLE IF NOT EXISTS idle_probe (n int)', [], { prepare: false });
+    await db.sql({ text: 'CREATE TABLE IF NOT EXISTS idle_probe (n int)', values: [] });
     const error = await db.prisma.$transaction(async (tx) => {
       await tx.$executeRawUnsafe('INSERT INTO idle_probe VALUES (1)');
       await new Promise((resolve) => setTimeout(resolve, IDLE_IN_TRANSACTION_MS + 700)); // the request's code stalls, holding the transaction
@@ -55,7 +54,7 @@ describe('PostgreSQL session timeouts on the pool', () => {
     }, { timeout: 10_000 }).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(Error);
     expect(asUnavailable('database', error)).toBeInstanceOf(StoreUnavailableError);
-    const rows = await db.sql<{ n: number }>('SELECT count(*)::int AS n FROM idle_probe', [], { prepare: false });
+    const rows = (await db.sql<{ n: number }>({ text: 'SELECT count(*)::int AS n FROM idle_probe', values: [] })).rows;
     expect(rows).toEqual([{ n: 0 }]);
     // The connection the server closed is not lent again: every connection the pool holds answers.
     await expect(Promise.all(Array.from({ length: 10 }, () => db.ping()))).resolves.toHaveLength(10);

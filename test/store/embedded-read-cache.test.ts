@@ -27,12 +27,12 @@ describe('exact read cache over PGlite', () => {
   });
   afterAll(async () => { await pglite?.close(); });
 
-  const read = async (id = 1) => (await sql<{ v: string }>('SELECT v FROM t WHERE id = $1', [id]))[0]?.v;
+  const read = async (id = 1) => (await sql<{ v: string }>({ text: 'SELECT v FROM t WHERE id = $1', values: [id] })).rows[0]?.v;
 
   test('a repeated read is answered from memory, as a copy', async () => {
     expect(await read()).toBe('one');
     const before = queries;
-    const rows = await sql<{ v: string }>('SELECT v FROM t WHERE id = $1', [1]);
+    const { rows } = await sql<{ v: string }>({ text: 'SELECT v FROM t WHERE id = $1', values: [1] });
     rows[0]!.v = 'changed by the caller';
     expect(await read()).toBe('one');
     expect(queries).toBe(before);
@@ -54,7 +54,7 @@ describe('exact read cache over PGlite', () => {
 
   test('a write through the hot path itself is seen', async () => {
     await read();
-    await sql("WITH w AS (UPDATE t SET v = 'jeden' WHERE id = 1 RETURNING 1) SELECT count(*) FROM w", []);
+    await sql({ text: "WITH w AS (UPDATE t SET v = 'jeden' WHERE id = 1 RETURNING 1) SELECT count(*) FROM w", values: [] });
     expect(await read()).toBe('jeden');
   });
 

@@ -30,9 +30,9 @@ describe.each<StoreKind>(['postgres', 'embedded'])('hot reads (%s)', (kind) => {
     clientId = `c${randomUUID().slice(0, 8)}`;
     await prisma.client.create({ data: { clientId, clientSecretHash: 'h', clientName: 'C', redirectUri: 'http://localhost/cb' } });
     statements = [];
-    counted = (text, params) => {
-      statements.push(text);
-      return store.db.sql(text, params);
+    counted = (query) => {
+      statements.push(query.text);
+      return store.db.sql(query);
     };
   });
   afterAll(async () => { await store?.close(); });

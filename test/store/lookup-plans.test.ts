@@ -72,7 +72,7 @@ describe('oidc_models lookups on PostgreSQL', () => {
     for (const type of ['AuthorizationCode', 'RefreshToken', 'AccessToken']) {
       const writes = new Writes();
       writes.consumes.push({ type, id: 'code-77', refused: () => alreadyConsumed(type) });
-      expect(await db.explain(WRITE, writeParameters([writes]), 'took')).toEqual(['oidc_models_pkey']);
+      expect(await db.explain(WRITE.text, writeParameters([writes]), 'took')).toEqual(['oidc_models_pkey']);
       expect(await db.explain('SELECT payload FROM oidc_models WHERE type = $1 AND id = $2', [type, 'code-77'])).toEqual(['oidc_models_pkey']);
     }
   });

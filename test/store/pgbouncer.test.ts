@@ -77,12 +77,12 @@ describeWith(PGBOUNCER)('PostgreSQL through PgBouncer (transaction mode)', () =>
 
   test('hot statements are unnamed: the same statement, many at once on shared server connections, never "already exists"', async () => {
     const text = 'SELECT $1::int AS n';
-    const rows = await Promise.all(Array.from({ length: 60 }, (_, n) => db.sql<{ n: number }>(text, [n])));
+    const rows = await Promise.all(Array.from({ length: 60 }, async (_, n) => (await db.sql<{ n: number }>({ text, values: [n] })).rows));
     expect(rows.map(([row]) => row!.n)).toEqual(Array.from({ length: 60 }, (_, n) => n));
   });
 
   test('a statement past DATABASE_STATEMENT_TIMEOUT_MS is cancelled by the server through the pooler: a store failure, then the pool serves again', async () => {
-    for (const run of [() => db.sql('SELECT pg_sleep(5)', []), () => db.prisma.$queryRawUnsafe('SELECT pg_sleep(5)')]) {
+    for (const run of [() => db.sql({ text: 'SELECT pg_sleep(5)', values: [] }), () => db.prisma.$queryRawUnsafe('SELECT pg_sleep(5)')]) {
       const started = Date.now();
       const error = await failure(run());
       expect(Date.now() - started).toBeLessThan(STATEMENT_MS + 1500);
@@ -94,14 +94,14 @@ describeWith(PGBOUNCER)('PostgreSQL through PgBouncer (transaction mode)', () =>
   });
 
   test('a transaction left idle past DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS is ended by the server through the pooler, nothing of it kept', async () => {
-    await db.sql('CREATE TABLE IF NOT EXISTS idle_probe (n int)', []);
+    await db.sql({ text: 'CREATE TABLE IF NOT EXISTS idle_probe (n int)', values: [] });
     const error = await failure(db.prisma.$transaction(async (tx) => {
       await tx.$executeRawUnsafe('INSERT INTO idle_probe VALUES (1)');
       await new Promise((resolve) => setTimeout(resolve, IDLE_IN_TRANSACTION_MS + 700));
       await tx.$executeRawUnsafe('INSERT INTO idle_probe VALUES (2)');
     }, { timeout: 10_000 }));
     expect(asUnavailable('database', error)).toBeInstanceOf(StoreUnavailableError);
-    expect(await db.sql('SELECT count(*)::int AS n FROM idle_probe', [])).toEqual([{ n: 0 }]);
+    expect((await db.sql({ text: 'SELECT count(*)::int AS n FROM idle_probe', values: [] })).rows).toEqual([{ n: 0 }]);
   });
 
   test('migrations run on DATABASE_DIRECT_URL: their advisory lock is waited for on a session of PostgreSQL itself', async () => {
@@ -124,7 +124,7 @@ describeWith(PGBOUNCER)('PostgreSQL through PgBouncer (transaction mode)', () =>
         await holder.query('SELECT pg_advisory_unlock(72707369)');
         expect((await migrating).length).toBeGreaterThan(0);
         // Applied, and seen through the pooler.
-        expect(await migrator.sql<{ n: number }>('SELECT count(*)::int AS n FROM "_prisma_migrations" WHERE finished_at IS NOT NULL', [])).toEqual([{ n: (await migrating).length }]);
+        expect((await migrator.sql<{ n: number }>({ text: 'SELECT count(*)::int AS n FROM "_prisma_migrations" WHERE finished_at IS NOT NULL', values: [] })).rows).toEqual([{ n: (await migrating).length }]);
       } finally {
         await migrator.close();
       }

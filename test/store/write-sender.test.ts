@@ -29,9 +29,9 @@ describe.each<StoreKind>(['postgres', 'embedded'])('write statements (%s)', (kin
   beforeAll(async () => {
     store = await openTestDatabase(kind, { migrated: true });
     statements = [];
-    counted = (text, params, options) => {
-      if (text === WRITE) statements.push(text);
-      return store.db.sql(text, params, options);
+    counted = (query) => {
+      if (query.text === WRITE.text) statements.push(query.text);
+      return store.db.sql(query);
     };
     plain = requestPath(store.db);
   });
