@@ -1,24 +1,27 @@
 /**
- * oidc-provider configured for the spec: the authorization-code flow with rotating refresh
- * tokens, confidential clients (client_secret_post, client_secret_basic), opaque access
- * tokens, PKCE (S256) when a client uses it, revocation and introspection limited to a
- * client's own tokens. Everything here is the provider's own configuration; the few request
- * shapes it cannot express are in token-endpoint.ts and spec-glue.ts.
+ * oidc-provider configured for the spec and for the clients that bring themselves: the
+ * authorization-code flow with rotating refresh tokens; confidential clients
+ * (client_secret_post, client_secret_basic) and public ones (`none`, PKCE S256 required);
+ * opaque access tokens, or an RFC 9068 JWT for a declared resource (RFC 8707); Client ID Metadata
+ * Documents; revocation and introspection limited to a client's own tokens. Everything here is
+ * the provider's own configuration; the few request shapes it cannot express are in
+ * token-endpoint.ts and spec-glue.ts. Also here: which provider serves a request while signing
+ * keys rotate ({@link servedByMoment}).
  *
  * @see https://github.com/panva/node-oidc-provider/blob/main/docs/README.md
  */
-import Provider, { errors, interactionPolicy } from 'oidc-provider';
-import type { Configuration, FindAccount, KoaContextWithOIDC } from 'oidc-provider';
-import type { SecretCheck } from '../clients/credentials.js';
-import type { Config } from '../config.js';
-import type { Keys } from '../store/keys.js';
-import type { AdapterFor } from './adapter.js';
 import type { JsonWebKey } from 'node:crypto';
 import type { Middleware } from 'koa';
+import Provider, { errors, interactionPolicy } from 'oidc-provider';
+import type { Configuration, FindAccount, KoaContextWithOIDC } from 'oidc-provider';
 import { CLAIMS } from '../accounts/provider-account.js';
+import type { SecretCheck } from '../clients/credentials.js';
 import { allowDocumentClient, oneFetchPerRequest } from '../clients/metadata-document.js';
+import type { Config } from '../config.js';
 import type { Logger } from '../ops/logger.js';
+import type { Keys } from '../store/keys.js';
 import { metadataDigests, PREVIOUS_SECRET_METADATA } from './adapter.js';
+import type { AdapterFor } from './adapter.js';
 import { JWT_ACCESS_TOKEN_FORMATS, resourceIndicators } from './resource-indicators.js';
 import type { FindResource } from './resource-indicators.js';
 import { interactionPath, REGISTRATION_PATH, ROUTES } from './routes.js';
