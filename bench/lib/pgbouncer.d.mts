@@ -7,4 +7,6 @@ export interface Pgbouncer {
   stop(): Promise<void>;
 }
 export const PGBOUNCER_PATH: string;
+/** Whether a client gets through to the server at `url` (`SELECT 1`). */
+export function answers(url: string): Promise<boolean>;
 export function startPgbouncer(options: { upstream: string; settings?: string[] }): Promise<Pgbouncer>;

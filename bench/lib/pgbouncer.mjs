@@ -23,7 +23,7 @@ function postgresUser() {
 }
 
 /** Whether a client gets through to the server (`SELECT 1`). */
-async function answers(url) {
+export async function answers(url) {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
   client.on('error', () => {});
   try {

@@ -5,20 +5,11 @@
  * ConfigError naming the variable to fix.
  */
 import { describe, expect, test } from '@jest/globals';
-import { ConfigError, loadConfig } from '../src/config.js';
+import { loadConfig } from '../../src/config.js';
+import { configError } from '../helpers/config-error.js';
 
 const DATABASE_URL = 'postgresql://oauth@pgbouncer:6432/oauth';
 const DIRECT = 'postgresql://oauth@postgres:5432/oauth';
-
-function configError(env: Record<string, string>): ConfigError {
-  try {
-    loadConfig(env);
-  } catch (error) {
-    if (error instanceof ConfigError) return error;
-    throw error;
-  }
-  throw new Error(`loadConfig accepted ${JSON.stringify(env)}`);
-}
 
 describe('the data tier in the configuration', () => {
   test('unset: PostgreSQL itself on DATABASE_URL (migrations too), Redis on REDIS_URL', () => {
