@@ -106,7 +106,7 @@ export function interactionRoutes({ provider, users, findUser, guard, audit, vie
 
   router.post('/confirm', body, async (ctx) => {
     checkCsrf(ctx);
-    const { interaction, clientName } = await details(ctx, 'consent');
+    const { interaction } = await details(ctx, 'consent');
     const { prompt: { details: missing }, params, session, grantId } = interaction;
     const grant = grantId
       ? await provider.Grant.find(grantId)

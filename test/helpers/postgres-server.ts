@@ -13,7 +13,6 @@ import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { freePort } from './services.js';
 import { answers } from '../../bench/lib/pgbouncer.mjs';
 
