@@ -8,7 +8,7 @@
 
 /** Bottom to top. A module may import from its own folder and from any layer before it. */
 const LAYERS = [
-  ['config.ts', 'errors.ts', 'rotation-grace.ts', 'resource-rules.ts', 'generated'],
+  ['config.ts', 'config', 'errors.ts', 'generated'],
   ['store'],
   ['http'],
   ['accounts'],

@@ -25,7 +25,7 @@ import { operatorContext } from './cli/verb.js';
 import type { Verb, VerbTable } from './cli/verb.js';
 import { ConfigError } from './config.js';
 import { DatabaseInUseError } from './store/embedded-postgres.js';
-import { ResourceInputError } from './resource-rules.js';
+import { ResourceInputError } from './config/resources.js';
 import { KeyRotationError } from './store/signing-keys.js';
 
 const VERBS: VerbTable = { ...USER_VERBS, ...CLIENT_VERBS, ...RESOURCE_VERBS, ...TOKEN_VERBS, ...AUDIT_VERBS, ...SETUP_VERBS, ...KEY_VERBS };

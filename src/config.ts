@@ -6,9 +6,19 @@
  * @example const config = loadConfig(process.env);
  */
 import path from 'node:path';
-import { matchKey, resourceDeclaration, ResourceInputError } from './resource-rules.js';
-import type { ResourceDeclaration } from './resource-rules.js';
-import { GRACE_SYNTAX, parseGrace } from './rotation-grace.js';
+import { dataTier } from './config/data-tier.js';
+import type { DataTier, RedisSentinel } from './config/data-tier.js';
+import { GRACE_SYNTAX, parseGrace } from './config/durations.js';
+import { boolean, ConfigError, integer, read, url } from './config/env.js';
+import type { Env } from './config/env.js';
+import { signingKeyConfig } from './config/signing-keys.js';
+import type { SigningKeyConfig } from './config/signing-keys.js';
+import { standardClients } from './config/standard-clients.js';
+import type { StandardClients } from './config/standard-clients.js';
+
+export { ConfigError };
+export type { DataTier, RedisSentinel, SigningKeyConfig, StandardClients };
+export { encryptionKeyOf } from './config/signing-keys.js';
 
 /** pino's levels, most severe first, and `silent`. */
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -21,7 +31,8 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
  */
 export type DatabaseBatching = 'auto' | 'turn' | 'off';
 
-export interface Config {
+/** Every setting; the data tier's, the signing keys' and the standard clients' are read in src/config/. */
+export interface Config extends DataTier {
   readonly nodeEnv: 'development' | 'production' | 'test';
   readonly production: boolean;
   readonly port: number;
@@ -34,12 +45,6 @@ export interface Config {
   readonly databaseBatching: DatabaseBatching;
   /** Redis connection string; unset = in-process stores (or Redis through `redisSentinel`). */
   readonly redisUrl: string | undefined;
-  /** DATABASE_DIRECT_URL: PostgreSQL itself, for what needs a session (migrations' advisory lock); unset = `databaseUrl`. */
-  readonly databaseDirectUrl: string | undefined;
-  /** DATABASE_POOLER: `databaseUrl` is a transaction pooler (PgBouncer in transaction mode); unset = PostgreSQL itself. */
-  readonly databasePooler: 'pgbouncer' | undefined;
-  /** REDIS_SENTINELS, REDIS_SENTINEL_NAME, REDIS_SENTINEL_PASSWORD: Redis found through Sentinel, instead of `redisUrl`. */
-  readonly redisSentinel: RedisSentinel | undefined;
   readonly redisKeyPrefix: string;
   readonly dataDir: string;
   readonly accessTokenTtl: number;
@@ -82,27 +87,6 @@ export interface Config {
   readonly standardClients: StandardClients;
 }
 
-/** docs/mcp.md and docs/native-and-browser-apps.md describe each variable. */
-export interface StandardClients {
-  /** REGISTRATION_INITIAL_ACCESS_TOKEN: required as a Bearer token by RFC 7591 registration (§3); unset, registration is open. */
-  readonly registrationInitialAccessToken: string | undefined;
-  /** DYNAMIC_CLIENT_IDLE_DAYS: a self-registered client that obtained no token for this long is removed by the cleanup job. */
-  readonly dynamicClientIdleDays: number;
-  /** Fetching Client ID Metadata Documents (CLIENT_METADATA_*). */
-  readonly metadataDocuments: {
-    /** Fetch from loopback and private networks too (development, tests); never link-local or metadata addresses. */
-    readonly allowPrivateNetworks: boolean;
-    /** One fetch: DNS, connect, TLS, the whole body. */
-    readonly timeoutMs: number;
-    readonly maxBytes: number;
-    /** How long a document is kept: its Cache-Control max-age (or Expires), within these bounds. */
-    readonly cacheMinSeconds: number;
-    readonly cacheMaxSeconds: number;
-  };
-  /** RESOURCES: resource servers declared in configuration (beside those of resources:add). */
-  readonly resources: readonly ResourceDeclaration[];
-}
-
 /**
  * Time bounds on every dependency call, in milliseconds. A store that is down, hung or
  * refusing costs a request at most its bound (plus a small margin), then a 503.
@@ -142,67 +126,6 @@ export interface Timeouts {
   readonly webhookAttemptMs: number;
 }
 
-/** The signing keys kept in the database (docs/signing-keys.md). */
-export interface SigningKeyConfig {
-  /** KEYS_ENCRYPTION_KEY: 32 bytes sealing the keys' private parts; unset outside production = generated under `dataDir`. */
-  readonly encryptionKey: Buffer | undefined;
-  /** KEYS_POLL_INTERVAL_MS: how often an instance reads the key table for changes. */
-  readonly pollIntervalMs: number;
-  /** KEYS_RETIRE_LEEWAY: seconds a replaced key stays published after the last token it signed expired. */
-  readonly retireLeeway: number;
-}
-
-/** Where Sentinel is asked for the Redis primary, and the name it monitors that primary under. */
-export interface RedisSentinel {
-  readonly sentinels: readonly { readonly host: string; readonly port: number }[];
-  readonly name: string;
-  readonly password: string | undefined;
-}
-
-export class ConfigError extends Error {
-  constructor(readonly variable: string, problem: string) {
-    super(`${variable}: ${problem}`);
-    this.name = 'ConfigError';
-  }
-}
-
-type Env = Record<string, string | undefined>;
-
-function read(env: Env, name: string): string | undefined {
-  const value = env[name]?.trim();
-  return value === '' ? undefined : value;
-}
-
-function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
-  const raw = read(env, name);
-  if (raw === undefined) return fallback;
-  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
-    throw new ConfigError(name, `must be a whole number from ${min} to ${max}, got "${raw}"`);
-  }
-  return Number(raw);
-}
-
-function boolean(env: Env, name: string): boolean {
-  const raw = read(env, name)?.toLowerCase();
-  if (raw === undefined || raw === 'false' || raw === '0') return false;
-  if (raw === 'true' || raw === '1') return true;
-  throw new ConfigError(name, `must be true or false, got "${raw}"`);
-}
-
-function url(env: Env, name: string, protocols: readonly string[]): string | undefined {
-  const raw = read(env, name);
-  if (raw === undefined) return undefined;
-  let parsed: URL;
-  try {
-    parsed = new URL(raw);
-  } catch {
-    throw new ConfigError(name, 'must be an absolute URL');
-  }
-  if (!protocols.includes(parsed.protocol)) {
-    throw new ConfigError(name, `must use ${protocols.join(' or ')}, got "${parsed.protocol}"`);
-  }
-  return raw;
-}
 
 function baseUrl(env: Env, port: number): string {
   const raw = url(env, 'BASE_URL', ['http:', 'https:']) ?? `http://localhost:${port}`;
@@ -264,127 +187,6 @@ function webhookTimes(env: Env): { webhookAttemptMs: number; webhookLeaseMs: num
     throw new ConfigError('WEBHOOK_LEASE_MS', `must be at least twice WEBHOOK_ATTEMPT_TIMEOUT_MS (${webhookAttemptMs}): the attempt, then recording its outcome`);
   }
   return { webhookAttemptMs, webhookLeaseMs };
-}
-
-/**
- * RESOURCES: a JSON array of `{"uri", "scopes", "name"?, "access_token_ttl"?}`, `scopes` a
- * space-separated string as `resources:add --scopes` takes it.
- */
-function declaredResources(env: Env): ResourceDeclaration[] {
-  const raw = read(env, 'RESOURCES');
-  if (raw === undefined) return [];
-  const problem = (text: string) => new ConfigError('RESOURCES', `${text} (a JSON array of {"uri": …, "scopes": "a b", "name"?: …, "access_token_ttl"?: seconds})`);
-  let entries: unknown;
-  try {
-    entries = JSON.parse(raw);
-  } catch {
-    throw problem('is not JSON');
-  }
-  if (!Array.isArray(entries)) throw problem('must be an array');
-  const seen = new Set<string>();
-  return entries.map((entry: unknown, index) => {
-    const { uri, scopes, name, access_token_ttl: ttl } = (entry ?? {}) as Record<string, unknown>;
-    if (typeof uri !== 'string' || typeof scopes !== 'string' || (name !== undefined && typeof name !== 'string') || (ttl !== undefined && typeof ttl !== 'number')) {
-      throw problem(`entry ${index} must have a string uri and scopes`);
-    }
-    try {
-      const declared = resourceDeclaration({ uri, scopes, name, accessTokenTtl: ttl });
-      if (seen.has(matchKey(uri))) throw new ResourceInputError(`${uri} is declared twice`);
-      seen.add(matchKey(uri));
-      return declared;
-    } catch (error) {
-      if (error instanceof ResourceInputError) throw problem(`entry ${index}: ${error.message}`);
-      throw error;
-    }
-  });
-}
-
-function standardClients(env: Env): StandardClients {
-  const token = read(env, 'REGISTRATION_INITIAL_ACCESS_TOKEN');
-  if (token !== undefined && !/^[\x21-\x7e]{32,}$/.test(token)) {
-    throw new ConfigError('REGISTRATION_INITIAL_ACCESS_TOKEN', 'must be at least 32 printable characters without spaces');
-  }
-  const cacheMinSeconds = integer(env, 'CLIENT_METADATA_CACHE_MIN_SECONDS', 30, 0, 86_400);
-  const cacheMaxSeconds = integer(env, 'CLIENT_METADATA_CACHE_MAX_SECONDS', 86_400, 0, 7 * 86_400);
-  if (cacheMaxSeconds < cacheMinSeconds) throw new ConfigError('CLIENT_METADATA_CACHE_MAX_SECONDS', `must not be below CLIENT_METADATA_CACHE_MIN_SECONDS (${cacheMinSeconds})`);
-  return Object.freeze({
-    registrationInitialAccessToken: token,
-    dynamicClientIdleDays: integer(env, 'DYNAMIC_CLIENT_IDLE_DAYS', 30, 1, 36_500),
-    metadataDocuments: Object.freeze({
-      allowPrivateNetworks: boolean(env, 'CLIENT_METADATA_ALLOW_PRIVATE_NETWORKS'),
-      timeoutMs: integer(env, 'CLIENT_METADATA_TIMEOUT_MS', 5000, 100, 60_000),
-      maxBytes: integer(env, 'CLIENT_METADATA_MAX_BYTES', 5120, 256, 1_048_576),
-      cacheMinSeconds,
-      cacheMaxSeconds,
-    }),
-    resources: Object.freeze(declaredResources(env).map((resource) => Object.freeze({ ...resource, scopes: Object.freeze([...resource.scopes]) }))),
-  });
-}
-
-/**
- * KEYS_ENCRYPTION_KEY as bytes: 64 hex digits, or base64 / base64url of 32 bytes
- * (`openssl rand -base64 32`). The value is a secret: an error never repeats it.
- */
-export function encryptionKeyOf(raw: string, variable = 'KEYS_ENCRYPTION_KEY'): Buffer {
-  const text = raw.trim();
-  const bytes = /^[0-9a-f]{64}$/i.test(text) ? Buffer.from(text, 'hex')
-    : /^[\w+/-]{43}=?$/.test(text) ? Buffer.from(text.replaceAll('+', '-').replaceAll('/', '_').replace(/=$/, ''), 'base64url') : undefined;
-  if (bytes?.length !== 32) throw new ConfigError(variable, `must be 32 random bytes as 64 hex digits or base64 (openssl rand -base64 32); got ${text.length} characters`);
-  return bytes;
-}
-
-function signingKeyConfig(env: Env, production: boolean): SigningKeyConfig {
-  const raw = read(env, 'KEYS_ENCRYPTION_KEY');
-  if (production && raw === undefined) throw new ConfigError('KEYS_ENCRYPTION_KEY', 'is required when NODE_ENV=production');
-  return Object.freeze({
-    encryptionKey: raw === undefined ? undefined : encryptionKeyOf(raw),
-    // At most a minute: every instance picks up a rotation within one.
-    pollIntervalMs: integer(env, 'KEYS_POLL_INTERVAL_MS', 30_000, 100, 60_000),
-    retireLeeway: integer(env, 'KEYS_RETIRE_LEEWAY', 300, 0, 86_400),
-  });
-}
-
-/** One `host:port` of REDIS_SENTINELS (an IPv6 address in brackets: `[::1]:26379`). */
-function sentinelAddress(entry: string): { host: string; port: number } {
-  const match = /^(?:\[([0-9a-fA-F:.]+)\]|([\w.-]+)):(\d{1,5})$/.exec(entry);
-  const port = Number(match?.[3]);
-  if (!match || port < 1 || port > 65535) throw new ConfigError('REDIS_SENTINELS', `must be a comma-separated list of host:port, got "${entry}"`);
-  return Object.freeze({ host: match[1] ?? match[2]!, port });
-}
-
-/**
- * The production data tier (docs/production-data-tier.md): PostgreSQL behind a transaction
- * pooler, with a direct URL for what needs a session; Redis found through Sentinel. Each
- * setting needs its partners, and a half-set group names the variable that is missing.
- */
-function dataTier(env: Env, databaseUrl: string | undefined, redisUrl: string | undefined): Pick<Config, 'databaseDirectUrl' | 'databasePooler' | 'redisSentinel'> {
-  const databaseDirectUrl = url(env, 'DATABASE_DIRECT_URL', ['postgres:', 'postgresql:']);
-  const pooler = read(env, 'DATABASE_POOLER')?.toLowerCase() ?? 'none';
-  if (pooler !== 'none' && pooler !== 'pgbouncer') throw new ConfigError('DATABASE_POOLER', `must be pgbouncer or none, got "${pooler}"`);
-  if (!databaseUrl && (databaseDirectUrl || pooler !== 'none')) {
-    throw new ConfigError(databaseDirectUrl ? 'DATABASE_DIRECT_URL' : 'DATABASE_POOLER', 'needs DATABASE_URL (the embedded database has no pooler)');
-  }
-  if (pooler === 'pgbouncer' && !databaseDirectUrl) {
-    throw new ConfigError('DATABASE_DIRECT_URL', 'is required with DATABASE_POOLER=pgbouncer: migrations hold a session-level advisory lock, which a transaction pooler cannot keep');
-  }
-  const sentinels = read(env, 'REDIS_SENTINELS');
-  const name = read(env, 'REDIS_SENTINEL_NAME');
-  const password = read(env, 'REDIS_SENTINEL_PASSWORD');
-  if (sentinels === undefined && (name !== undefined || password !== undefined)) {
-    throw new ConfigError('REDIS_SENTINELS', `is required with ${name !== undefined ? 'REDIS_SENTINEL_NAME' : 'REDIS_SENTINEL_PASSWORD'}`);
-  }
-  if (sentinels !== undefined && name === undefined) throw new ConfigError('REDIS_SENTINEL_NAME', 'is required with REDIS_SENTINELS: the name Sentinel monitors the primary under');
-  if (sentinels !== undefined && redisUrl !== undefined) throw new ConfigError('REDIS_SENTINELS', 'set REDIS_URL or REDIS_SENTINELS, not both');
-  if (name !== undefined && !/^[\w.-]{1,128}$/.test(name)) throw new ConfigError('REDIS_SENTINEL_NAME', `must be 1-128 characters of letters, digits, _ . -, got "${name}"`);
-  return {
-    databaseDirectUrl,
-    databasePooler: pooler === 'pgbouncer' ? 'pgbouncer' : undefined,
-    redisSentinel: sentinels === undefined ? undefined : Object.freeze({
-      sentinels: Object.freeze(sentinels.split(',').map((entry) => sentinelAddress(entry.trim()))),
-      name: name!,
-      password,
-    }),
-  };
 }
 
 /** Parses the environment. Throws {@link ConfigError} naming the first bad variable. */

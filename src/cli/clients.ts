@@ -4,7 +4,7 @@
  * @example node dist/cli.js clients:rotate-secret dBq… --grace 1h --json
  */
 import { previousSecretWorks } from '../clients/client-settings.js';
-import { GRACE_SYNTAX, parseGrace } from '../rotation-grace.js';
+import { GRACE_SYNTAX, parseGrace } from '../config/durations.js';
 import type { Client } from '../generated/prisma/client.js';
 import { endpointView } from '../webhooks/webhook-store.js';
 import { withAdmin, withClient } from './admin.js';

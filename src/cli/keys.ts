@@ -18,7 +18,7 @@ import { generateSigningKey } from '../store/keys.js';
 import { signingKeyStore } from '../store/signing-keys.js';
 import type { StoredKey } from '../store/signing-keys.js';
 import { operatorAudit, withDatabase } from './admin.js';
-import { formatGrace, parseGrace } from '../rotation-grace.js';
+import { formatGrace, parseGrace } from '../config/durations.js';
 import { ArgumentError, parse, UsageError } from './args.js';
 import { iso, json, table } from './output.js';
 import type { VerbTable } from './verb.js';
@@ -27,7 +27,7 @@ const JSON_OPTION = { json: { type: 'boolean' } } as const;
 const DEFAULT_PUBLISH_AHEAD = '1h';
 
 /**
- * `--publish-ahead`: written as a grace is (rotation-grace.ts: `90s`, `30m`, `1h`, `7d`, at most
+ * `--publish-ahead`: written as a grace is (config/durations.ts: `90s`, `30m`, `1h`, `7d`, at most
  * 30 days), and at least two reads of every instance (oidc/key-schedule.ts).
  */
 function publishAheadMs(value: string, config: Config): number {

@@ -17,7 +17,7 @@ import type { ChangeTransaction } from '../webhooks/audited-changes.js';
 import type { Client, Prisma } from '../generated/prisma/client.js';
 import type { Writer } from '../webhooks/outbox.js';
 import { ClientInputError, validName, validRedirectUri } from './client-store.js';
-import { DEFAULT_GRACE_MS, formatGrace, graceEnd } from '../rotation-grace.js';
+import { DEFAULT_GRACE_MS, formatGrace, graceEnd } from '../config/durations.js';
 import { generateClientSecret, hashClientSecret } from './credentials.js';
 
 export interface ClientSettings {

@@ -1,3 +1,4 @@
+// Kept over @koa/router's allowedMethods(): it answers a plain OPTIONS 200 (RFC 9110 §9.3.7 suits 204), lists Allow in registration order with HEAD first, and its 405 cannot name the method and path in the spec's error body.
 /**
  * The service's paths are exact (spec "Endpoints"), and so are their methods.
  *

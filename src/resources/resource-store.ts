@@ -11,8 +11,8 @@
  */
 import type { AuditContext, AuditLog } from '../audit/audit-log.js';
 import type { PrismaClient, ResourceServer } from '../generated/prisma/client.js';
-import { matchKey, resourceDeclaration, ResourceInputError } from '../resource-rules.js';
-import type { ResourceDeclaration } from '../resource-rules.js';
+import { matchKey, resourceDeclaration, ResourceInputError } from '../config/resources.js';
+import type { ResourceDeclaration } from '../config/resources.js';
 
 export interface Resource extends ResourceDeclaration {
   /** Where it is declared: the RESOURCES variable, or resources:add. */

@@ -7,7 +7,7 @@
  */
 import type { Context } from 'koa';
 import { ClientInputError } from '../clients/client-store.js';
-import { formatGrace, GRACE_SYNTAX, parseGrace } from '../rotation-grace.js';
+import { formatGrace, GRACE_SYNTAX, parseGrace } from '../config/durations.js';
 import { field } from './form.js';
 
 const OFFERED = ['0', '15m', '1h', '24h', '7d'].map((text) => parseGrace(text)!);

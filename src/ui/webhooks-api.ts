@@ -26,7 +26,7 @@ import { WebhookInputError } from '../webhooks/webhook-service.js';
 import { endpointView } from '../webhooks/webhook-store.js';
 import type { WebhookDelivery } from '../webhooks/webhook-store.js';
 import { clientActor, requestContext } from '../audit/audit-log.js';
-import { GRACE_SYNTAX, parseGrace } from '../rotation-grace.js';
+import { GRACE_SYNTAX, parseGrace } from '../config/durations.js';
 
 export const WEBHOOKS_PATH = '/api/webhooks.php';
 

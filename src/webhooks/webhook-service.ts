@@ -16,7 +16,7 @@ import type { AuditContext, AuditLog } from '../audit/audit-log.js';
 import { currentState, Writes } from '../store/request-state.js';
 import { writeInTransaction } from '../store/write-sender.js';
 import type { WriteSender } from '../store/write-sender.js';
-import { DEFAULT_GRACE_MS } from '../rotation-grace.js';
+import { DEFAULT_GRACE_MS } from '../config/durations.js';
 import { createDeliveryWorker } from './delivery.js';
 import type { DeliveryWorker } from './delivery.js';
 import { EVENT_TYPES, isEventType } from './events.js';

@@ -5,7 +5,7 @@
  * afterwards, also after Ctrl-C. Bad comparison options stop the bench before it starts.
  * It asserts no speed, only that the instrument works.
  */
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import { execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -13,13 +13,13 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { END, START } from '../../bench/lib/markdown.mjs';
 import { buildDist, ROOT } from '../helpers/build.js';
+import { describeWith } from '../helpers/system-tool.js';
 
-const IS_CHECKOUT = spawnSync('git', ['rev-parse', '--git-dir'], { cwd: ROOT, stdio: 'ignore' }).status === 0;
-const MISSING = 'not a git checkout with git installed: --against needs both (apt-get install git; a clone of the repository)';
-if (!IS_CHECKOUT) {
-  if (process.env.CI) test('a git checkout', () => { throw new Error(`${MISSING}. CI is set, so this fails instead of skipping.`); });
-  else console.warn(`skipping test/bench/ab-run.test.ts: ${MISSING}`);
-}
+const withCheckout = describeWith({
+  tool: 'git and a git checkout (--against builds another commit)',
+  available: spawnSync('git', ['rev-parse', '--git-dir'], { cwd: ROOT, stdio: 'ignore' }).status === 0,
+  install: 'apt-get install git; a clone of the repository',
+});
 
 let dir: string;
 /** The bench's temporary folders (its worktree among them) go under the test's own TMPDIR, removed afterwards. */
@@ -47,7 +47,7 @@ const stillThere = (worktree: string) => fs.existsSync(worktree)
   || execFileSync('git', ['worktree', 'list', '--porcelain'], { cwd: ROOT, encoding: 'utf8' }).includes(worktree)
   || fs.readdirSync(tmpdir()).some((name) => name.startsWith('oauth-bench-against-'));
 
-(IS_CHECKOUT ? describe : describe.skip)('npm run bench --against', () => {
+withCheckout('npm run bench --against', () => {
   beforeAll(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-ab-'));
     fs.mkdirSync(tmpdir());

@@ -19,13 +19,11 @@ import { startServiceProcess } from '../helpers/service-process.js';
 import type { ServiceProcess } from '../helpers/service-process.js';
 import { startTestApp } from '../helpers/test-app.js';
 import type { TestApp } from '../helpers/test-app.js';
-import { makeCertificates, requireOpenssl } from '../helpers/tls.js';
+import { describeWithOpenssl, makeCertificates } from '../helpers/tls.js';
 import type { Certificates } from '../helpers/tls.js';
 
 const REDIRECT = 'http://127.0.0.1:9999/callback';
-const RUN = requireOpenssl('test/clients/metadata-documents.test.ts');
-
-(RUN ? describe : describe.skip)('Client ID Metadata Documents', () => {
+describeWithOpenssl('Client ID Metadata Documents', () => {
   let tls: Certificates;
   let docs: DocumentServer;
   let service: ServiceProcess;

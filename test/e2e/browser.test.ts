@@ -7,26 +7,19 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import { chromium } from 'playwright-core';
 import type { Browser, BrowserContext, Cookie, Page } from 'playwright-core';
 import { createUser, tokenRequest, userinfo } from '../helpers/fixtures.js';
+import { describeWith } from '../helpers/system-tool.js';
 import { startTestApp } from '../helpers/test-app.js';
 import type { TestApp } from '../helpers/test-app.js';
 
 const CHROMIUM = '/usr/bin/chromium';
-const HAS_CHROMIUM = fs.existsSync(CHROMIUM);
-const MISSING = `${CHROMIUM} is missing: install Debian's chromium package (apt-get install chromium); playwright-core never downloads browsers`;
+// playwright-core never downloads browsers: Debian's.
+const withChromium = describeWith({ tool: `Debian's Chromium (${CHROMIUM})`, available: fs.existsSync(CHROMIUM), install: 'apt-get install chromium' });
 
-if (!HAS_CHROMIUM) {
-  if (process.env.CI) {
-    test('a real browser is available', () => { throw new Error(`${MISSING}. CI is set, so the browser test fails instead of skipping.`); });
-  } else {
-    console.warn(`skipping test/e2e/browser.test.ts: ${MISSING}`);
-  }
-}
-
-(HAS_CHROMIUM ? describe : describe.skip)('a real browser (Chromium)', () => {
+withChromium('a real browser (Chromium)', () => {
   let t: TestApp;
   let browser: Browser;
   let callbackServer: http.Server;

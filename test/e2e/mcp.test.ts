@@ -24,7 +24,7 @@ import { startServiceProcess } from '../helpers/service-process.js';
 import type { ServiceProcess } from '../helpers/service-process.js';
 import { startTestApp } from '../helpers/test-app.js';
 import type { TestApp } from '../helpers/test-app.js';
-import { makeCertificates, requireOpenssl } from '../helpers/tls.js';
+import { describeWithOpenssl, makeCertificates } from '../helpers/tls.js';
 import type { Certificates } from '../helpers/tls.js';
 
 const REDIRECT = 'http://127.0.0.1:47123/oauth/callback'; // where the host would listen; the browser stops at the redirect
@@ -117,9 +117,7 @@ describe('MCP host (SDK) → example MCP server, registering with RFC 7591', () 
   });
 });
 
-const RUN = requireOpenssl('test/e2e/mcp.test.ts');
-
-(RUN ? describe : describe.skip)('MCP host (SDK) → example MCP server, identified by a Client ID Metadata Document', () => {
+describeWithOpenssl('MCP host (SDK) → example MCP server, identified by a Client ID Metadata Document', () => {
   let tls: Certificates;
   let docs: DocumentServer;
   let service: ServiceProcess;

@@ -4,8 +4,8 @@
  * trusts through NODE_EXTRA_CA_CERTS (the way operators add a private CA), never through a
  * test-only switch.
  *
- * A test file that needs it calls {@link requireOpenssl} at its top: outside CI a missing
- * `openssl` skips it with one line naming the package; with CI set it fails.
+ * A test file that needs it wraps its tests in {@link describeWithOpenssl}: outside CI a missing
+ * `openssl` skips them with one line naming the package; with CI set they fail.
  *
  * @example const tls = makeCertificates(); https.createServer({ key: tls.key, cert: tls.cert }, …); env.NODE_EXTRA_CA_CERTS = tls.caFile;
  */
@@ -13,7 +13,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { test } from '@jest/globals';
+import { describeWith, runs } from './system-tool.js';
 
 export interface Certificates {
   /** The CA's certificate (PEM), the file NODE_EXTRA_CA_CERTS names. */
@@ -23,23 +23,8 @@ export interface Certificates {
   remove(): void;
 }
 
-function hasOpenssl(): boolean {
-  try {
-    execFileSync('openssl', ['version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Whether the file's tests can run; registers the CI failure (or prints the skip line) when not. */
-export function requireOpenssl(file: string): boolean {
-  if (hasOpenssl()) return true;
-  const missing = 'openssl is missing: install Debian\'s openssl package (apt-get install openssl)';
-  if (process.env.CI) test('openssl is available', () => { throw new Error(`${missing}. CI is set, so ${file} fails instead of skipping.`); });
-  else console.warn(`skipping ${file}: ${missing}`);
-  return false;
-}
+/** `describe` for tests that make certificates: skipped without `openssl` (failing under CI). */
+export const describeWithOpenssl = describeWith({ tool: "Debian's openssl", available: runs('openssl', 'version'), install: 'apt-get install openssl' });
 
 export function makeCertificates(): Certificates {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'oauth-test-tls-'));

@@ -4,6 +4,8 @@
  *
  * @see RFC 8707 §2 (a resource indicator is an absolute URI without a fragment), RFC 6749 §3.3 (scope tokens)
  */
+import { ConfigError, read } from './env.js';
+import type { Env } from './env.js';
 
 /** How long a resource's access tokens live unless its declaration says otherwise: short, since a JWT cannot be revoked. */
 export const DEFAULT_RESOURCE_TOKEN_TTL = 600;
@@ -75,4 +77,37 @@ export function resourceDeclaration(input: { uri: string; scopes: string | reado
     throw new ResourceInputError(`the access token lifetime must be a whole number of seconds from 1 to ${MAX_RESOURCE_TOKEN_TTL}`);
   }
   return { uri: input.uri, name, scopes, accessTokenTtl: ttl };
+}
+
+/**
+ * RESOURCES: a JSON array of `{"uri", "scopes", "name"?, "access_token_ttl"?}`, `scopes` a
+ * space-separated string as `resources:add --scopes` takes it.
+ */
+export function declaredResources(env: Env): ResourceDeclaration[] {
+  const raw = read(env, 'RESOURCES');
+  if (raw === undefined) return [];
+  const problem = (text: string) => new ConfigError('RESOURCES', `${text} (a JSON array of {"uri": …, "scopes": "a b", "name"?: …, "access_token_ttl"?: seconds})`);
+  let entries: unknown;
+  try {
+    entries = JSON.parse(raw);
+  } catch {
+    throw problem('is not JSON');
+  }
+  if (!Array.isArray(entries)) throw problem('must be an array');
+  const seen = new Set<string>();
+  return entries.map((entry: unknown, index) => {
+    const { uri, scopes, name, access_token_ttl: ttl } = (entry ?? {}) as Record<string, unknown>;
+    if (typeof uri !== 'string' || typeof scopes !== 'string' || (name !== undefined && typeof name !== 'string') || (ttl !== undefined && typeof ttl !== 'number')) {
+      throw problem(`entry ${index} must have a string uri and scopes`);
+    }
+    try {
+      const declared = resourceDeclaration({ uri, scopes, name, accessTokenTtl: ttl });
+      if (seen.has(matchKey(uri))) throw new ResourceInputError(`${uri} is declared twice`);
+      seen.add(matchKey(uri));
+      return declared;
+    } catch (error) {
+      if (error instanceof ResourceInputError) throw problem(`entry ${index}: ${error.message}`);
+      throw error;
+    }
+  });
 }

@@ -3,7 +3,7 @@
  * the webhooks API's `grace`): `0` or a whole number of s, m, h or d, at most 30 days.
  */
 import { describe, expect, test } from '@jest/globals';
-import { formatGrace, graceEnd, MAX_GRACE_MS, parseGrace } from '../src/rotation-grace.js';
+import { formatGrace, graceEnd, MAX_GRACE_MS, parseGrace } from '../../src/config/durations.js';
 
 describe('parseGrace', () => {
   test.each<[string, number]>([
