@@ -28,7 +28,7 @@ describe('loadConfig defaults', () => {
       baseUrl: 'http://localhost:3000',
       secureCookies: false,
       databaseUrl: undefined,
-      databaseBatching: 'auto',
+      databaseBatching: 'turn',
       redisUrl: undefined,
       redisKeyPrefix: 'oauth:',
       dataDir: path.resolve('data'),
