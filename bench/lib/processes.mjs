@@ -29,9 +29,9 @@ export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Node CPU time (user + system, µs) and resident memory (bytes) of a process, read from /proc. */
 export function processUsage(pid) {
   const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields from #3 (state) on
-  const ticks = Number(fields[11]) + Number(fields[12]); // utime (#14) + stime (#15)
-  const rssPages = Number(fields[21]); // rss (#24)
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // proc(5) fields from the 3rd (state) on
+  const ticks = Number(fields[11]) + Number(fields[12]); // utime (field 14) + stime (field 15)
+  const rssPages = Number(fields[21]); // rss (field 24), in pages
   return { cpuUs: (ticks * 1e6) / TICKS_PER_SECOND, rssBytes: rssPages * 4096 };
 }
 
