@@ -58,7 +58,7 @@ import { authorizeGlue, introspectGlue, resumeGlue, userinfoGlue } from './oidc/
 import { tokenEndpoint } from './oidc/token-endpoint.js';
 import { accessLog, trackInFlight } from './http/access-log.js';
 import { parseBody } from './http/body.js';
-import { handleErrors, securityHeaders } from './http/responses.js';
+import { browserCors, handleErrors, securityHeaders } from './http/responses.js';
 import { health, HEALTH_PATH, LIVE_PATH, READY_PATH } from './http/health.js';
 import { OPENAPI_PATH, openapiDocument } from './http/openapi-document.js';
 import { createLogger, errorLog } from './ops/logger.js';
@@ -282,6 +282,8 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   koa
     .use(inFlight.middleware) // a drained shutdown waits for every handler, hung-up clients' included
     .use(accessLog({ logger, onResponse: metrics.registry ? metrics.observeRequest : undefined, knownPaths: new Set([...servedPaths, HEALTH_PATH, LIVE_PATH, READY_PATH, STYLESHEET_PATH]) }))
+    // Browser apps: RFC 7591 registration from any origin, and our errors readable where the provider answers CORS.
+    .use(browserCors({ open: [REGISTER_PATH], openMethods: ['POST'], provider: [ROUTES.token, ROUTES.userinfo, ROUTES.revocation, ROUTES.jwks, ...DISCOVERY_PATHS] }))
     .use(handleErrors(respondError, log))
     .use(securityHeaders({ hsts: config.secureCookies, tokenPaths: limits.tokenPaths }))
     .use(unlimited.routes())

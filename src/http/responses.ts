@@ -9,14 +9,24 @@
  *   provider allows that script by its hash, added to a `script-src` it finds (oidc-provider's
  *   `script_src_sha`), so the policy names `script-src 'none'`, and the `'none'` is dropped where
  *   a hash joined it.
+ * - {@link browserCors}: CORS for browser apps beside the provider's own. The provider answers
+ *   CORS where it serves: discovery and the JWKS to any origin; the token, userinfo and
+ *   revocation endpoints to a public client's redirect origins only (`clientBasedCORS`,
+ *   oidc/provider.ts). Two answers come from us instead, and would otherwise reach a page as a
+ *   bare network error: RFC 7591 registration (ui/register.ts), which any origin may use as anyone
+ *   may, without credentials (no cookie goes along, so nothing to forge); and an error answered
+ *   before a request reaches the provider (a rate limit, a form it cannot read, a store that is
+ *   down). The provider lets any origin read the errors it answers before it knows the client; so
+ *   do we, for these. An answer the provider's CORS saw (it always adds `Vary: Origin`) keeps its
+ *   verdict: a refused origin stays refused.
  * - {@link handleErrors}: anything thrown below becomes the spec's `{error, error_description}`
  *   with its status, through one responder (JSON or page). Internals never reach a response: an
  *   unexpected error is logged and answered with a generic 500. A store that is down, hung or
  *   refusing is a 503 `temporarily_unavailable` with `Retry-After`, whoever answered it (our
  *   routes here, or the provider, which answers StoreUnavailableError itself).
  *
- * @see RFC 6749 §10.13 (clickjacking), RFC 9700 §4.2.4 (Referrer-Policy)
- * @example koa.use(handleErrors(respond, log)).use(securityHeaders({ hsts, tokenPaths }));
+ * @see RFC 6749 §10.13 (clickjacking), RFC 9700 §4.2.4 (Referrer-Policy), https://fetch.spec.whatwg.org/#http-cors-protocol
+ * @example koa.use(browserCors({ open, openMethods, provider })).use(handleErrors(respond, log)).use(securityHeaders({ hsts, tokenPaths }));
  */
 import type { Context, Middleware } from 'koa';
 import { errors } from 'oidc-provider';
@@ -111,5 +121,50 @@ export function handleErrors(respond: ErrorResponder, log: (error: unknown, ctx:
     }
     // RFC 9110 §10.2.3: a 503 says when to come back (the provider's own answers included).
     if (ctx.status === 503 && !ctx.response.get('Retry-After')) ctx.set('Retry-After', String(UNAVAILABLE_RETRY_AFTER_SECONDS));
+  };
+}
+
+/** How long a browser may keep a preflight's answer (the provider's own figure). */
+const PREFLIGHT_MAX_AGE_SECONDS = 3600;
+
+export interface BrowserCorsOptions {
+  /** Paths open to any origin: their preflight is answered here, their answers readable. */
+  open: readonly string[];
+  /** Methods the open paths take from a browser. */
+  openMethods: readonly string[];
+  /** Paths whose CORS the provider answers: only errors it never saw are made readable here. */
+  provider: readonly string[];
+}
+
+function allowOrigin(ctx: Context, origin: string) {
+  ctx.vary('Origin');
+  ctx.set('Access-Control-Allow-Origin', origin);
+  ctx.set('Access-Control-Expose-Headers', 'WWW-Authenticate, Retry-After');
+}
+
+export function browserCors({ open, openMethods, provider }: BrowserCorsOptions): Middleware {
+  const opened = new Set(open);
+  const providers = new Set(provider);
+  const methods = openMethods.join(', ');
+  return async (ctx, next) => {
+    const origin = ctx.get('Origin');
+    if (!origin || origin === 'null') return next();
+    if (opened.has(ctx.path)) {
+      const requested = ctx.get('Access-Control-Request-Method');
+      if (ctx.method === 'OPTIONS' && requested) {
+        allowOrigin(ctx, origin);
+        ctx.set('Access-Control-Allow-Methods', methods);
+        const headers = ctx.get('Access-Control-Request-Headers');
+        if (headers) ctx.set('Access-Control-Allow-Headers', headers);
+        ctx.set('Access-Control-Max-Age', String(PREFLIGHT_MAX_AGE_SECONDS));
+        ctx.status = 204;
+        return;
+      }
+      await next();
+      if (openMethods.includes(ctx.method)) allowOrigin(ctx, origin);
+      return;
+    }
+    await next();
+    if (providers.has(ctx.path) && ctx.status >= 400 && !/\borigin\b/i.test(ctx.response.get('Vary'))) allowOrigin(ctx, origin);
   };
 }

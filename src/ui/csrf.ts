@@ -2,7 +2,7 @@
  * CSRF protection for our HTML forms: a signed double-submit cookie. The form carries the
  * cookie's value in `_csrf`; a cross-site page can neither read the cookie nor forge its
  * signature. (JSON requests need no token: a cross-site page cannot send them without a CORS
- * preflight, and no path here grants CORS.)
+ * preflight, and no answer here lets a page send credentials: http/responses.ts browserCors.)
  *
  * @see https://cheatsheetseries.owasp.org/cheatsheets/Cross-Site_Request_Forgery_Prevention_Cheat_Sheet.html#signed-double-submit-cookie-recommended
  */
