@@ -11,7 +11,10 @@ import type { Env } from './env.js';
 export interface RedisSentinel {
   readonly sentinels: readonly { readonly host: string; readonly port: number }[];
   readonly name: string;
+  /** REDIS_SENTINEL_PASSWORD: the Sentinels' own. */
   readonly password: string | undefined;
+  /** REDIS_PASSWORD: the Redis servers' (primary and replicas) that the Sentinels name. */
+  readonly serverPassword?: string | undefined;
 }
 
 /** The data tier's settings. */
@@ -20,7 +23,7 @@ export interface DataTier {
   readonly databaseDirectUrl: string | undefined;
   /** DATABASE_POOLER: `pgbouncer` when DATABASE_URL is a transaction pooler. */
   readonly databasePooler: 'pgbouncer' | undefined;
-  /** REDIS_SENTINELS, REDIS_SENTINEL_NAME, REDIS_SENTINEL_PASSWORD: Redis found through Sentinel. */
+  /** REDIS_SENTINELS, REDIS_SENTINEL_NAME, REDIS_SENTINEL_PASSWORD, REDIS_PASSWORD: Redis found through Sentinel. */
   readonly redisSentinel: RedisSentinel | undefined;
 }
 
@@ -50,6 +53,11 @@ export function dataTier(env: Env, databaseUrl: string | undefined, redisUrl: st
   const sentinels = read(env, 'REDIS_SENTINELS');
   const name = read(env, 'REDIS_SENTINEL_NAME');
   const password = read(env, 'REDIS_SENTINEL_PASSWORD');
+  const serverPassword = read(env, 'REDIS_PASSWORD');
+  if (serverPassword !== undefined && redisUrl !== undefined) {
+    throw new ConfigError('REDIS_PASSWORD', 'is for Redis found through REDIS_SENTINELS; with REDIS_URL the password goes in the URL (redis://:password@host:6379)');
+  }
+  if (sentinels === undefined && serverPassword !== undefined) throw new ConfigError('REDIS_SENTINELS', 'is required with REDIS_PASSWORD');
   if (sentinels === undefined && (name !== undefined || password !== undefined)) {
     throw new ConfigError('REDIS_SENTINELS', `is required with ${name !== undefined ? 'REDIS_SENTINEL_NAME' : 'REDIS_SENTINEL_PASSWORD'}`);
   }
@@ -63,6 +71,7 @@ export function dataTier(env: Env, databaseUrl: string | undefined, redisUrl: st
       sentinels: Object.freeze(sentinels.split(',').map((entry) => sentinelAddress(entry.trim()))),
       name: name!,
       password,
+      serverPassword,
     }),
   };
 }

@@ -24,6 +24,7 @@
  * @example const redis = await connectRedis(url, { redisCommandMs: 1000, redisConnectMs: 2000 });
  */
 import type { Redis, RedisOptions } from 'ioredis';
+import { ConfigError } from '../config.js';
 import type { RedisSentinel, Timeouts } from '../config.js';
 import { checkSentinels, followFailovers, sentinelState } from './redis-sentinel.js';
 import { within } from './store-failure.js';
@@ -51,6 +52,7 @@ export async function connectRedis(target: RedisTarget, timeouts: RedisTimeouts 
       sentinels: sentinel.sentinels.map(({ host, port }) => ({ host, port })),
       name: sentinel.name,
       sentinelPassword: sentinel.password,
+      password: sentinel.serverPassword,
       sentinelCommandTimeout: timeouts.redisConnectMs,
     }
     : {};
@@ -67,13 +69,24 @@ export async function connectRedis(target: RedisTarget, timeouts: RedisTimeouts 
   const redis = typeof target === 'string' ? new Redis(target, options) : new Redis(options);
   // ioredis reconnects by itself; without a listener a lost connection would be an uncaught error.
   redis.on('error', () => {});
+  let refused: Error | undefined; // the server's own answer (a refused password): the rejection may only say "Connection is closed"
+  const firstError = (error: Error) => { refused ??= error; };
+  redis.on('error', firstError);
   try {
     // Through Sentinel each attempt asks the Sentinels first, and ioredis retries them for ever.
     await (sentinel ? within(2 * timeouts.redisConnectMs, redis.connect()) : redis.connect());
   } catch (error) {
     redis.disconnect();
-    const variable = sentinel ? `the primary "${sentinel.name}" that REDIS_SENTINELS name` : 'REDIS_URL';
-    throw new Error(`cannot connect to ${variable}: ${(error as Error).message}`, { cause: error });
+    const auth = [refused, error as Error].find((e) => e && /\b(NOAUTH|WRONGPASS)\b|ERR AUTH|invalid (username-)?password/i.test(e.message));
+    if (auth) {
+      const variable = sentinel ? 'REDIS_PASSWORD' : 'REDIS_URL';
+      const given = sentinel ? sentinel.serverPassword !== undefined : new URL(target as string).password !== '';
+      throw new ConfigError(variable, `${given ? 'has a password the Redis server refuses' : 'needs the Redis server\'s password'} (${auth.message})`);
+    }
+    const where = sentinel ? `the primary "${sentinel.name}" that REDIS_SENTINELS name` : 'REDIS_URL';
+    throw new Error(`cannot connect to ${where}: ${(error as Error).message}`, { cause: error });
+  } finally {
+    redis.off('error', firstError);
   }
   if (sentinel) await followFailovers(sentinel, redis, timeouts.redisConnectMs);
   return redis;

@@ -1,7 +1,7 @@
 /**
  * src/config.ts, the production data tier's variables (docs/production-data-tier.md):
  * DATABASE_DIRECT_URL and DATABASE_POOLER, REDIS_SENTINELS, REDIS_SENTINEL_NAME and
- * REDIS_SENTINEL_PASSWORD. Each group needs its partners; every bad or half-set value is a
+ * REDIS_SENTINEL_PASSWORD, REDIS_PASSWORD. Each group needs its partners; every bad or half-set value is a
  * ConfigError naming the variable to fix.
  */
 import { describe, expect, test } from '@jest/globals';
@@ -27,12 +27,13 @@ describe('the data tier in the configuration', () => {
     expect(loadConfig({ DATABASE_URL, DATABASE_DIRECT_URL: DIRECT })).toMatchObject({ databaseDirectUrl: DIRECT, databasePooler: undefined });
   });
 
-  test('Sentinel: the list of host:port (IPv6 in brackets), the primary\'s name, an optional password; frozen', () => {
-    const config = loadConfig({ REDIS_SENTINELS: ' sentinel-a:26379,10.0.0.7:26380 , [::1]:26381', REDIS_SENTINEL_NAME: 'mymaster', REDIS_SENTINEL_PASSWORD: 's3cret' });
+  test('Sentinel: the list of host:port (IPv6 in brackets), the primary\'s name, optional passwords (the Sentinels\', the servers\'); frozen', () => {
+    const config = loadConfig({ REDIS_SENTINELS: ' sentinel-a:26379,10.0.0.7:26380 , [::1]:26381', REDIS_SENTINEL_NAME: 'mymaster', REDIS_SENTINEL_PASSWORD: 's3cret', REDIS_PASSWORD: 'server' });
     expect(config.redisSentinel).toEqual({
       sentinels: [{ host: 'sentinel-a', port: 26379 }, { host: '10.0.0.7', port: 26380 }, { host: '::1', port: 26381 }],
       name: 'mymaster',
       password: 's3cret',
+      serverPassword: 'server',
     });
     expect(config.redisUrl).toBeUndefined();
     expect(Object.isFrozen(config.redisSentinel)).toBe(true);
@@ -58,6 +59,8 @@ describe('a bad or half-set value throws ConfigError naming the variable', () =>
     ['REDIS_SENTINELS', { REDIS_SENTINELS: '::1:26379', REDIS_SENTINEL_NAME: 'mymaster' }],
     ['REDIS_SENTINELS', { REDIS_SENTINEL_NAME: 'mymaster' }],
     ['REDIS_SENTINELS', { REDIS_SENTINEL_PASSWORD: 's3cret' }],
+    ['REDIS_SENTINELS', { REDIS_PASSWORD: 's3cret' }],
+    ['REDIS_PASSWORD', { REDIS_PASSWORD: 's3cret', REDIS_URL: 'redis://cache:6379' }], // it goes in the URL
     ['REDIS_SENTINELS', { REDIS_SENTINELS: 'sentinel-a:26379', REDIS_SENTINEL_NAME: 'mymaster', REDIS_URL: 'redis://cache:6379' }],
     ['REDIS_SENTINEL_NAME', { REDIS_SENTINELS: 'sentinel-a:26379' }],
     ['REDIS_SENTINEL_NAME', { REDIS_SENTINELS: 'sentinel-a:26379', REDIS_SENTINEL_NAME: 'my master' }],

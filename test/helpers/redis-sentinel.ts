@@ -45,9 +45,9 @@ export interface SentinelSet {
   stop(): Promise<void>;
 }
 
-/** One command to a Redis or Sentinel on `port`, on a connection of its own. */
-async function ask(port: number, ...args: string[]): Promise<unknown> {
-  const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: 1000, disconnectTimeout: 100 });
+/** One command to a Redis or Sentinel on `port` (with its `password`, if it has one), on a connection of its own. */
+async function ask({ port, password }: { port: number; password?: string }, ...args: string[]): Promise<unknown> {
+  const client = new Redis({ port, password, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: 1000, disconnectTimeout: 100 });
   client.on('error', () => {});
   try {
     await client.connect();
@@ -70,11 +70,18 @@ const DOWN_AFTER_MS = 1000;
 
 const field = (info: string, name: string) => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(info)?.[1] ?? NaN);
 
-export async function startSentinelSet({ name = 'oauth-primary' } = {}): Promise<SentinelSet> {
+/**
+ * `serverPassword`: the primary and the replica ask for it (`requirepass`, and `masterauth` to
+ * replicate); `sentinelPassword`: the Sentinels ask for it, of clients and of each other.
+ */
+export async function startSentinelSet({ name = 'oauth-primary', serverPassword, sentinelPassword }: { name?: string; serverPassword?: string; sentinelPassword?: string } = {}): Promise<SentinelSet> {
   // A replica's full sync goes through an RDB file in its folder: a temporary one, not ours.
   const dirs = [fs.mkdtempSync(path.join(os.tmpdir(), 'oauth-redis-'))];
-  const primary = await startRedisServer({ args: ['--dir', dirs[0]!] });
-  const replica = await startRedisServer({ args: ['--dir', dirs[0]!, '--dbfilename', 'replica.rdb', '--replicaof', '127.0.0.1', String(primary.port)] });
+  const auth = serverPassword === undefined ? [] : ['--requirepass', serverPassword, '--masterauth', serverPassword];
+  const primary = await startRedisServer({ args: ['--dir', dirs[0]!, ...auth] });
+  const replica = await startRedisServer({ args: ['--dir', dirs[0]!, '--dbfilename', 'replica.rdb', '--replicaof', '127.0.0.1', String(primary.port), ...auth] });
+  const server = (port: number) => ({ port, password: serverPassword });
+  const sentinelAt = (port: number) => ({ port, password: sentinelPassword });
   const sentinels: ChildProcess[] = [];
   const sentinelPorts: number[] = [];
   for (let i = 0; i < 3; i += 1) {
@@ -85,6 +92,8 @@ export async function startSentinelSet({ name = 'oauth-primary' } = {}): Promise
       `sentinel monitor ${name} 127.0.0.1 ${primary.port} 2`,
       `sentinel down-after-milliseconds ${name} ${DOWN_AFTER_MS}`,
       `sentinel failover-timeout ${name} 5000`,
+      ...(serverPassword === undefined ? [] : [`sentinel auth-pass ${name} ${serverPassword}`]),
+      ...(sentinelPassword === undefined ? [] : [`requirepass ${sentinelPassword}`, `sentinel sentinel-pass ${sentinelPassword}`]),
       '',
     ].join('\n'));
     dirs.push(dir);
@@ -96,26 +105,30 @@ export async function startSentinelSet({ name = 'oauth-primary' } = {}): Promise
     primary,
     replica,
     sentinelPorts,
-    env: { REDIS_URL: '', REDIS_SENTINELS: sentinelPorts.map((port) => `127.0.0.1:${port}`).join(','), REDIS_SENTINEL_NAME: name },
+    env: {
+      REDIS_URL: '', REDIS_SENTINELS: sentinelPorts.map((port) => `127.0.0.1:${port}`).join(','), REDIS_SENTINEL_NAME: name,
+      ...(serverPassword === undefined ? {} : { REDIS_PASSWORD: serverPassword }),
+      ...(sentinelPassword === undefined ? {} : { REDIS_SENTINEL_PASSWORD: sentinelPassword }),
+    },
     async primaryPort() {
-      const reply = await ask(sentinelPorts[0]!, 'SENTINEL', 'get-master-addr-by-name', name).catch(() => null);
+      const reply = await ask(sentinelAt(sentinelPorts[0]!), 'SENTINEL', 'get-master-addr-by-name', name).catch(() => null);
       return Array.isArray(reply) ? Number(reply[1]) : undefined;
     },
     async promoted(timeoutMs = 30_000) {
       await until(async () => {
-        const named = await Promise.all(sentinelPorts.map((port) => ask(port, 'SENTINEL', 'get-master-addr-by-name', name)));
+        const named = await Promise.all(sentinelPorts.map((port) => ask(sentinelAt(port), 'SENTINEL', 'get-master-addr-by-name', name)));
         return named.every((reply) => Array.isArray(reply) && Number(reply[1]) === replica.port);
       }, 'the Sentinels promote the replica', timeoutMs);
     },
     async replicated() {
-      const written = field(String(await ask(primary.port, 'INFO', 'replication')), 'master_repl_offset');
-      await until(async () => field(String(await ask(replica.port, 'INFO', 'replication')), 'slave_repl_offset') >= written, 'the replica catches up', 10_000);
+      const written = field(String(await ask(server(primary.port), 'INFO', 'replication')), 'master_repl_offset');
+      await until(async () => field(String(await ask(server(replica.port), 'INFO', 'replication')), 'slave_repl_offset') >= written, 'the replica catches up', 10_000);
     },
     async holdFailover() {
-      await Promise.all(sentinelPorts.map((port) => ask(port, 'SENTINEL', 'SET', name, 'down-after-milliseconds', String(DOWN_AFTER_MS * 600))));
+      await Promise.all(sentinelPorts.map((port) => ask(sentinelAt(port), 'SENTINEL', 'SET', name, 'down-after-milliseconds', String(DOWN_AFTER_MS * 600))));
     },
     async releaseFailover() {
-      await Promise.all(sentinelPorts.map((port) => ask(port, 'SENTINEL', 'SET', name, 'down-after-milliseconds', String(DOWN_AFTER_MS))));
+      await Promise.all(sentinelPorts.map((port) => ask(sentinelAt(port), 'SENTINEL', 'SET', name, 'down-after-milliseconds', String(DOWN_AFTER_MS))));
     },
     async stop() {
       await Promise.all(sentinels.map((child) => {
@@ -132,14 +145,14 @@ export async function startSentinelSet({ name = 'oauth-primary' } = {}): Promise
     // Ready to fail over: each Sentinel answers, knows the other two and the replica, and the replica is in sync.
     await until(async () => (await Promise.all(sentinelPorts.map(answers))).every(Boolean), 'the Sentinels answer', 10_000);
     await until(async () => {
-      const views = await Promise.all(sentinelPorts.map((port) => ask(port, 'SENTINEL', 'master', name)));
+      const views = await Promise.all(sentinelPorts.map((port) => ask(sentinelAt(port), 'SENTINEL', 'master', name)));
       return views.every((view) => {
         const fields = Array.isArray(view) ? view.map(String) : [];
         const value = (key: string) => fields[fields.indexOf(key) + 1];
         return value('num-other-sentinels') === '2' && value('num-slaves') === '1';
       });
     }, 'the Sentinels know each other and the replica', 20_000);
-    await until(async () => /master_link_status:up/.test(String(await ask(replica.port, 'INFO', 'replication'))), 'the replica syncs', 10_000);
+    await until(async () => /master_link_status:up/.test(String(await ask(server(replica.port), 'INFO', 'replication'))), 'the replica syncs', 10_000);
   } catch (error) {
     await set.stop();
     throw error;

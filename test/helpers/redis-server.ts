@@ -37,7 +37,8 @@ export function answers(port: number): Promise<boolean> {
     const done = (answered: boolean) => { socket.destroy(); resolve(answered); };
     socket.setTimeout(1000, () => done(false));
     socket.once('connect', () => socket.write('PING\r\n'));
-    socket.once('data', (data) => done(data.toString('latin1').startsWith('+PONG')));
+    // A server that asks for a password answers too (NOAUTH).
+    socket.once('data', (data) => done(/^(\+PONG|-NOAUTH)/.test(data.toString('latin1'))));
     socket.once('error', () => done(false));
     socket.once('close', () => done(false));
   });
