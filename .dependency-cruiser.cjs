@@ -10,8 +10,8 @@
 const LAYERS = [
   ['config.ts', 'config', 'errors.ts', 'generated'],
   ['store'],
-  ['http'],
   ['accounts'],
+  ['http'],
   ['ops'],
   ['audit'],
   ['resources'],

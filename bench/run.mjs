@@ -197,6 +197,8 @@ async function main() {
     log('npm run build');
     execFileSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
   }
+  // The build measured is the checkout as it was built, whatever changes while the rows run.
+  const build = describeBuild(ROOT); // undefined outside a git checkout: the table goes without its build
   // Side B of --against runs from its own worktree, built before anything is measured.
   const against = comparison?.kind === 'against' ? await buildAgainst(comparison.sides[1].commit, { log }) : undefined;
   if (against) comparison.sides[1].root = against.dir;
@@ -277,7 +279,7 @@ async function main() {
   for (const line of report.after) console.log(line);
   if (report.comparison) console.log(`\n${report.comparison.title}\n\n${report.comparison.table}`);
   if (options.json) fs.writeFileSync(options.json, JSON.stringify({ settings, argon2Rate, results, ...(comparison && { comparison: { ...comparison, figures } }) }, null, 2));
-  if (options.markdown) writeMarkdown(options.markdown, report);
+  if (options.markdown) writeMarkdown(options.markdown, report, build);
   if (options['webhook-latency']) {
     // Webhook delivery is latency, not throughput: its own script, one event at a time.
     console.log('');
@@ -325,9 +327,8 @@ async function main() {
   }
 }
 
-/** The run's header line and table into `file`, between its markers, with the command and the build that ran. */
-function writeMarkdown(file, report) {
-  const build = describeBuild(ROOT); // undefined outside a git checkout: the table goes without its build
+/** The run's header line and table into `file`, between its markers, with the command and the build that ran (`git describe` when it was built). */
+function writeMarkdown(file, report, build) {
   const args = process.argv.slice(2);
   const command = args.length ? `npm run bench -- ${args.join(' ')}` : 'npm run bench';
   try {

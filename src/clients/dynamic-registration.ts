@@ -21,7 +21,7 @@ export interface DynamicRegistrationDependencies {
   /** REGISTRATION_INITIAL_ACCESS_TOKEN; undefined: registration is open. */
   initialAccessToken: string | undefined;
   /**
-   * The provider's own check of the metadata it will read for this client (oidc/client-adapter.ts
+   * The provider's own check of the metadata it will read for this client (oidc/registered-client.ts
    * builds it), so nothing is stored that it would refuse later. Throws its InvalidClientMetadata.
    */
   check: (metadata: RegisteredMetadata) => Promise<void>;

@@ -2,14 +2,14 @@
  * Round-trip budgets: what one request may cost the stores, on PostgreSQL + Redis.
  * Counted by wrapping the drivers (helpers/round-trips.ts), one request at a time.
  *
- * | request                                  | issue's budget   | held here (PostgreSQL, Redis)               |
+ * | request                                  | budget            | held here (PostgreSQL, Redis)               |
  * |------------------------------------------|------------------|---------------------------------------------|
  * | code exchange                            | ≤ 3 PG, ≤ 2 Redis | 2 (client + code read, one write), 1       |
  * | userinfo                                 | ≤ 1 PG, ≤ 1 Redis | 1, 1                                       |
  * | rate limiting (all budgets of a request) | 1 Redis           | 1                                          |
  * | silent authorize (session + consent)     | ≤ 3 PG, ≤ 3 Redis | 2, 3                                       |
- * | refresh (not in the issue)               | –                 | 2, 1                                       |
- * | fresh login flow, 7 requests (not in it) | –                 | 15, 28: a look-up by index and a destroy    |
+ * | refresh (no budget set)                  | –                 | 2, 1                                       |
+ * | fresh login flow, 7 requests (none set)  | –                 | 15, 28: a look-up by index and a destroy    |
  * |                                          |                   | cost one Redis round trip each              |
  *
  * A client with webhook endpoints costs nothing more: the event's outbox messages are written
@@ -81,7 +81,7 @@ describe('round trips per request (postgres + redis)', () => {
     expect(cost.rateLimit).toBe(1);
   });
 
-  test('refresh (not budgeted by the issue): one read, then the rotation and the new tokens in one conditional statement', async () => {
+  test('refresh (no budget set): one read, then the rotation and the new tokens in one conditional statement', async () => {
     const code = await freshCode();
     let refreshToken = (await tokenRequest(t, { code, client_id: client.client_id, client_secret: client.client_secret })).body.refresh_token as string;
     const cost = await worst('refresh', () => trips.during(async () => {
@@ -106,7 +106,7 @@ describe('round trips per request (postgres + redis)', () => {
     expect(cost.rateLimit).toBe(1);
   });
 
-  test('fresh login flow (not budgeted by the issue): 28 Redis round trips over its 7 requests, one for each look-up of a session by uid and each destroy', async () => {
+  test('fresh login flow (no budget set): 28 Redis round trips over its 7 requests, one for each look-up of a session by uid and each destroy', async () => {
     const cost = await worst('fresh login flow', () => trips.during(() => new Browser(t.baseUrl).authorize(client, user)));
     // The provider's own writes, ours, and a rate limit a request; never an index read apart
     // from what it names (GET then HGETALL) or an instance read again to destroy it (HGET).
