@@ -8,7 +8,7 @@
 import path from 'node:path';
 import { dataTier } from './config/data-tier.js';
 import type { DataTier, RedisSentinel } from './config/data-tier.js';
-import { GRACE_SYNTAX, parseGrace } from './config/durations.js';
+import { requireGrace } from './config/durations.js';
 import { boolean, ConfigError, integer, read, url } from './config/env.js';
 import type { Env } from './config/env.js';
 import { signingKeyConfig } from './config/signing-keys.js';
@@ -153,10 +153,7 @@ function databaseBatching(env: Env): DatabaseBatching {
 }
 
 function rotationGrace(env: Env): number {
-  const raw = read(env, 'CLIENT_SECRET_ROTATION_GRACE') ?? '24h';
-  const ms = parseGrace(raw);
-  if (ms === undefined) throw new ConfigError('CLIENT_SECRET_ROTATION_GRACE', `must be ${GRACE_SYNTAX}, got "${raw}"`);
-  return ms;
+  return requireGrace(read(env, 'CLIENT_SECRET_ROTATION_GRACE') ?? '24h', (problem) => new ConfigError('CLIENT_SECRET_ROTATION_GRACE', problem));
 }
 
 function logLevel(env: Env): LogLevel {

@@ -10,7 +10,7 @@
  *
  * @example console.log(comparisonTable(figures, (row) => ROWS[row]?.title ?? row));
  */
-import { fmt, formatTable, median, ratio } from './stats.mjs';
+import { fmt, fmtRatio, formatTable, median, ratio } from './stats.mjs';
 
 export const AB_COLUMNS = ['target', 'row', 'A req/s', 'B req/s', 'B/A req/s', 'A p99 ms', 'B p99 ms', 'A CPU µs/req', 'B CPU µs/req', 'B/A CPU/req', 'spread', 'verdict'];
 
@@ -42,7 +42,6 @@ export function comparisons(figures) {
 }
 
 const of = (figures, field) => figures.map((figure) => figure[field]);
-const fmtRatioBA = (value) => (Number.isFinite(value) ? value.toFixed(2) : '–');
 
 /** The A/B table: per service target and row, each side's medians over its rounds, B/A, the spread judged against and the verdict. */
 export function comparisonTable(figures, titleOf = (row) => row) {
@@ -51,9 +50,9 @@ export function comparisonTable(figures, titleOf = (row) => row) {
     const cpu = [median(of(A, 'cpuUs')), median(of(B, 'cpuUs'))];
     return [
       service, titleOf(row),
-      fmt(median(of(A, 'perSecond'))), fmt(median(of(B, 'perSecond'))), fmtRatioBA(judged.ratio),
+      fmt(median(of(A, 'perSecond'))), fmt(median(of(B, 'perSecond'))), fmtRatio(judged.ratio, ''),
       fmt(median(of(A, 'p99')), 1), fmt(median(of(B, 'p99')), 1),
-      fmt(cpu[0]), fmt(cpu[1]), fmtRatioBA(ratio(cpu[1], cpu[0])),
+      fmt(cpu[0]), fmt(cpu[1]), fmtRatio(ratio(cpu[1], cpu[0]), ''),
       Number.isFinite(judged.noise) ? `±${fmt(judged.noise * 100, 1)} %` : '–', judged.word,
     ];
   }));

@@ -4,7 +4,7 @@
  * @example node dist/cli.js clients:rotate-secret dBq… --grace 1h --json
  */
 import { previousSecretWorks } from '../clients/client-settings.js';
-import { GRACE_SYNTAX, parseGrace } from '../config/durations.js';
+import { requireGrace } from '../config/durations.js';
 import type { Client } from '../generated/prisma/client.js';
 import { endpointView } from '../webhooks/webhook-store.js';
 import { withAdmin, withClient } from './admin.js';
@@ -28,10 +28,7 @@ function previousSecret(client: Client): string {
 
 /** `--grace`, checked before anything is changed. */
 function graceOption(value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  const ms = parseGrace(value);
-  if (ms === undefined) throw new ArgumentError(`--grace must be ${GRACE_SYNTAX}, got "${value}"`);
-  return ms;
+  return value === undefined ? undefined : requireGrace(value, (problem) => new ArgumentError(`--grace ${problem}`));
 }
 
 export const CLIENT_VERBS: VerbTable = {

@@ -6,7 +6,7 @@
  * @see https://www.rfc-editor.org/rfc/rfc7591#section-2, RFC 8252 §7 (native apps' redirect URIs)
  */
 import { validName } from './client-name.js';
-import { redirectUriProblem } from './redirect-uri.js';
+import { LOOPBACK_HOSTS, redirectUriProblem } from './redirect-uri.js';
 
 export type TokenEndpointAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none';
 
@@ -36,7 +36,6 @@ export class ClientMetadataError extends Error {
 const AUTH_METHODS: readonly string[] = ['client_secret_basic', 'client_secret_post', 'none'];
 const GRANT_TYPES: readonly string[] = ['authorization_code', 'refresh_token'];
 const WEB_URIS = ['client_uri', 'logo_uri', 'policy_uri', 'tos_uri'] as const;
-const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
 /** Schemes a private-use redirect must never be: they run or read something in the browser itself. */
 const FORBIDDEN_SCHEMES = new Set(['javascript:', 'vbscript:', 'data:', 'blob:', 'file:', 'about:', 'http:', 'https:']);
 /** RFC 6749 §3.3 scope-tokens separated by single spaces. */

@@ -17,7 +17,7 @@ import type { ChangeTransaction } from '../webhooks/audited-changes.js';
 import type { Client, Prisma } from '../generated/prisma/client.js';
 import type { Writer } from '../webhooks/outbox.js';
 import { ClientInputError, validName, validRedirectUri } from './client-store.js';
-import { DEFAULT_GRACE_MS, formatGrace, graceEnd } from '../config/durations.js';
+import { DEFAULT_GRACE_MS, formatGrace, graceEnd, inGrace } from '../config/durations.js';
 import { generateClientSecret, hashClientSecret } from './credentials.js';
 
 export interface ClientSettings {
@@ -42,7 +42,7 @@ function registeredRedirect(client: Client, redirectUri: string): { metadata?: P
 
 /** Whether the client's previous secret still works at `now`. */
 export function previousSecretWorks(client: Pick<Client, 'previousSecretHash' | 'previousSecretExpiresAt'>, now: Date): boolean {
-  return client.previousSecretHash !== null && client.previousSecretExpiresAt !== null && client.previousSecretExpiresAt.getTime() > now.getTime();
+  return inGrace(client.previousSecretHash, client.previousSecretExpiresAt, now);
 }
 
 /** The client's row, locked until the change commits: two rotations at once take turns, and neither loses the other's secret. */

@@ -17,6 +17,7 @@
  * @example const check = createSecretCheck({ logger, counted: metrics.previousSecretUsed }); check(clientId, secret, secretDigests(row));
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { inGrace } from '../config/durations.js';
 import type { Client } from '../generated/prisma/client.js';
 import type { Logger } from '../ops/logger.js';
 
@@ -73,8 +74,7 @@ export function matchClientSecret(presented: string, digests: SecretDigests, now
   const current = sameDigest(presentedHash, digests.current);
   const previous = sameDigest(presentedHash, digests.previous ?? NO_DIGEST);
   if (current) return 'current';
-  const inGrace = digests.previousUntil !== null && digests.previousUntil !== undefined && now.getTime() < digests.previousUntil.getTime();
-  return previous && inGrace && digests.previous ? 'previous' : undefined;
+  return previous && inGrace(digests.previous, digests.previousUntil, now) ? 'previous' : undefined;
 }
 
 /** Whether `presented` authenticates the client; `requestId` names the request on the report line. */

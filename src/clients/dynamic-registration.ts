@@ -7,7 +7,6 @@
  *
  * @see https://www.rfc-editor.org/rfc/rfc7591#section-3
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context } from 'koa';
 import { ANONYMOUS, requestContext } from '../audit/audit-log.js';
 import { ServiceError } from '../errors.js';
@@ -15,6 +14,7 @@ import { noteClient } from '../http/access-log.js';
 import { ClientMetadataError, registeredMetadata } from './client-metadata.js';
 import type { RegisteredMetadata } from './client-metadata.js';
 import type { ClientStore } from './client-store.js';
+import { hashClientSecret, verifyClientSecret } from './credentials.js';
 
 export interface DynamicRegistrationDependencies {
   clients: ClientStore;
@@ -30,15 +30,14 @@ export interface DynamicRegistrationDependencies {
 /** Whether a registration body is RFC 7591's. */
 export const isDynamicRegistration = (body: unknown) => typeof body === 'object' && body !== null && !Array.isArray(body) && 'redirect_uris' in body;
 
-const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest();
-
 export function dynamicRegistration(deps: DynamicRegistrationDependencies): (ctx: Context) => Promise<void> {
-  const expected = deps.initialAccessToken === undefined ? undefined : digest(deps.initialAccessToken);
+  // Kept as a digest and compared in constant time, as client secrets are.
+  const expected = deps.initialAccessToken === undefined ? undefined : hashClientSecret(deps.initialAccessToken);
 
   return async (ctx) => {
     if (expected) {
       const presented = /^Bearer ([\x21-\x7e]+)$/i.exec(ctx.get('authorization'))?.[1];
-      if (presented === undefined || !timingSafeEqual(digest(presented), expected)) {
+      if (presented === undefined || !verifyClientSecret(presented, expected)) {
         // RFC 7591 §3 → RFC 6750 §3: the challenge names the error.
         ctx.set('WWW-Authenticate', `Bearer error="invalid_token", error_description="registration requires the initial access token"`);
         throw new ServiceError('invalid_token', presented === undefined ? 'registration requires an initial access token (Authorization: Bearer …)' : 'the initial access token is not valid');

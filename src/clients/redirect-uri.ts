@@ -4,7 +4,8 @@
  *
  * @see RFC 6749 §3.1.2 (absolute, no fragment), RFC 8252 §7.3 (loopback), RFC 9700 §4.1
  */
-const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+/** Hosts where plain http is allowed: no network to snoop on (as URL's `hostname` spells them). */
+export const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(['localhost', '127.0.0.1', '[::1]']);
 const MAX_LENGTH = 2000;
 
 /** Returns why `value` is not an acceptable redirect URI, or undefined when it is. */

@@ -29,6 +29,13 @@ export function parseGrace(text: string): number | undefined {
   return ms <= MAX_GRACE_MS ? ms : undefined;
 }
 
+/** The grace `text` names; otherwise throws `refuse(problem)`, the problem saying what a grace may be ("must be …, got …"). */
+export function requireGrace(text: string, refuse: (problem: string) => Error): number {
+  const ms = parseGrace(text);
+  if (ms === undefined) throw refuse(`must be ${GRACE_SYNTAX}, got "${text}"`);
+  return ms;
+}
+
 /** `ms` as the largest whole unit it is a multiple of: 86_400_000 → `1d`, 5_400_000 → `90m`, 0 → `0`. */
 export function formatGrace(ms: number): string {
   if (ms === 0) return '0';
@@ -36,6 +43,11 @@ export function formatGrace(ms: number): string {
     if (ms % UNITS[unit] === 0) return `${ms / UNITS[unit]}${unit}`;
   }
   return `${Math.ceil(ms / 1000)}s`;
+}
+
+/** Whether a replaced secret still works at `at`: one was kept, and its grace ends after `at`. */
+export function inGrace(previous: string | null | undefined, until: Date | null | undefined, at: Date): boolean {
+  return Boolean(previous) && until !== null && until !== undefined && at.getTime() < until.getTime();
 }
 
 /**

@@ -135,7 +135,7 @@ export function createProvider(deps: ProviderDependencies): Provider {
     // A page may call the token, userinfo and revocation endpoints for a public client, from one
     // of its redirect URIs' origins; a confidential client's secret and tokens belong on a server.
     // (Registration, and our own errors on these paths, are open to pages: http/cors.ts.)
-    clientBasedCORS: (_ctx, origin, client) => client.clientAuthMethod === PUBLIC && (client.redirectUris ?? []).some((uri) => URL.canParse(uri) && new URL(uri).origin === origin),
+    clientBasedCORS: (_ctx, origin, client) => client.clientAuthMethod === PUBLIC && (client.redirectUris ?? []).some((uri) => URL.parse(uri)?.origin === origin),
     // The spec's code has no redirect_uri at the token endpoint; the provider fills in a
     // client's single registered URI. spec-glue.ts still demands it at authorization.
     allowOmittingSingleRegisteredRedirectUri: true,

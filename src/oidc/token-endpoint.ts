@@ -81,6 +81,7 @@ const spendBudgets = (admit: ClientAdmission): Middleware => async (ctx, next) =
   if (!form) return next();
   const clientId = basicCredentials(ctx.get('authorization'))?.clientId ?? form.client_id;
   // An id we issued, or a metadata document's URL (its client is budgeted as any other).
+  // canNameClient's test, spelled out: an id we issued is answered without a call into metadata-document.ts.
   const budgeted = typeof clientId === 'string' && (isWellFormedClientId(clientId) || isMetadataDocumentClientId(clientId)) ? clientId : undefined;
   if (budgeted) noteClient(ctx, budgeted);
   if (await admit(ctx, budgeted)) return next();

@@ -7,7 +7,7 @@
  */
 import type { Context } from 'koa';
 import { ClientInputError } from '../clients/client-store.js';
-import { formatGrace, GRACE_SYNTAX, parseGrace } from '../config/durations.js';
+import { formatGrace, parseGrace, requireGrace } from '../config/durations.js';
 import { field } from './form.js';
 
 const OFFERED = ['0', '15m', '1h', '24h', '7d'].map((text) => parseGrace(text)!);
@@ -32,7 +32,5 @@ export function graceChoices(defaultMs: number): { value: string; label: string;
 export function graceField(ctx: Context, defaultMs: number): number {
   const text = field(ctx, 'grace');
   if (text === '') return defaultMs;
-  const ms = parseGrace(text);
-  if (ms === undefined) throw new ClientInputError(`grace must be ${GRACE_SYNTAX}, got "${text}"`);
-  return ms;
+  return requireGrace(text, (problem) => new ClientInputError(`grace ${problem}`));
 }

@@ -26,7 +26,7 @@ import { WebhookInputError } from '../webhooks/webhook-service.js';
 import { endpointView } from '../webhooks/webhook-store.js';
 import type { WebhookDelivery } from '../webhooks/webhook-store.js';
 import { clientActor, requestContext } from '../audit/audit-log.js';
-import { GRACE_SYNTAX, parseGrace } from '../config/durations.js';
+import { requireGrace } from '../config/durations.js';
 
 export const WEBHOOKS_PATH = '/api/webhooks.php';
 
@@ -136,8 +136,7 @@ export function webhooksApi({ findClient, checkSecret, webhooks, body }: Webhook
     }
     if (action === 'rotate_secret') {
       const grace = query(ctx, 'grace');
-      const graceMs = grace === undefined ? undefined : parseGrace(grace);
-      if (grace !== undefined && graceMs === undefined) throw new ServiceError('invalid_request', `grace must be ${GRACE_SYNTAX}, got "${grace}"`);
+      const graceMs = grace === undefined ? undefined : requireGrace(grace, (problem) => new ServiceError('invalid_request', `grace ${problem}`));
       const rotated = await webhooks.rotateSecret(client.clientId, id, graceMs === undefined ? {} : { graceMs }, requestContext(ctx, clientActor(client.clientId)));
       if (!rotated) throw notFound();
       ctx.body = { ...endpointView(rotated.endpoint), secret: rotated.secret };

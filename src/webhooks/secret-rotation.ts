@@ -11,6 +11,7 @@ import type { AuditContext, AuditLog } from '../audit/audit-log.js';
 import { formatGrace, graceEnd } from '../config/durations.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import { generateSigningSecret } from './signing.js';
+import { isWellFormedEndpointId } from './webhook-store.js';
 import type { WebhookEndpoint } from './webhook-store.js';
 
 export interface RotationDependencies {
@@ -27,7 +28,7 @@ export async function rotateEndpointSecret(
   graceMs: number,
   context: AuditContext,
 ): Promise<{ endpoint: WebhookEndpoint; secret: string } | undefined> {
-  if (!/^ep_[\w-]{1,64}$/.test(endpointId)) return undefined;
+  if (!isWellFormedEndpointId(endpointId)) return undefined;
   const secret = generateSigningSecret();
   return audit.within((write) => prisma.$transaction(async (tx) => {
     // Locked until commit: two rotations at once take turns, and neither's secret is lost.

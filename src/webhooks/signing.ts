@@ -13,6 +13,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
+import { inGrace } from '../config/durations.js';
 
 /** A new endpoint secret: `whsec_` + base64 of 32 random bytes (the spec allows 24-64). */
 export function generateSigningSecret(): string {
@@ -22,7 +23,7 @@ export function generateSigningSecret(): string {
 /** The secrets that sign an attempt made `at`: the endpoint's, then its previous one while its grace lasts. */
 export function signingSecrets(endpoint: { secret: string; previousSecret: string | null; previousSecretExpiresAt: Date | null }, at: Date): string[] {
   const { previousSecret, previousSecretExpiresAt: until } = endpoint;
-  return previousSecret && until && at.getTime() < until.getTime() ? [endpoint.secret, previousSecret] : [endpoint.secret];
+  return previousSecret && inGrace(previousSecret, until, at) ? [endpoint.secret, previousSecret] : [endpoint.secret];
 }
 
 /** The three headers of one attempt: one signature per secret, in the order given. */

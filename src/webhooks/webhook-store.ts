@@ -48,21 +48,21 @@ export function endpointView(endpoint: WebhookEndpoint) {
 }
 
 /** Ids are ours (`ep_…`); anything else names nothing and need not reach the database. */
-const wellFormed = (id: string) => /^ep_[\w-]{1,64}$/.test(id);
+export const isWellFormedEndpointId = (id: string) => /^ep_[\w-]{1,64}$/.test(id);
 
 export function createWebhookStore(prisma: PrismaClient): WebhookStore {
   return {
     list: (clientId) => prisma.webhookEndpoint.findMany({ where: { clientId }, orderBy: { createdAt: 'asc' } }),
-    find: async (clientId, id) => (wellFormed(id) ? prisma.webhookEndpoint.findFirst({ where: { clientId, id } }) : null),
+    find: async (clientId, id) => (isWellFormedEndpointId(id) ? prisma.webhookEndpoint.findFirst({ where: { clientId, id } }) : null),
     count: (clientId) => prisma.webhookEndpoint.count({ where: { clientId } }),
     create: (endpoint, writer = prisma) => writer.webhookEndpoint.create({ data: { id: newEndpointId(), ...endpoint } }),
     async remove(clientId, id, writer = prisma) {
-      if (!wellFormed(id)) return false;
+      if (!isWellFormedEndpointId(id)) return false;
       const { count } = await writer.webhookEndpoint.deleteMany({ where: { clientId, id } });
       return count === 1;
     },
     async setEnabled(clientId, id, enabled, reason) {
-      if (!wellFormed(id)) return false;
+      if (!isWellFormedEndpointId(id)) return false;
       return prisma.$transaction(async (tx) => {
         const { count } = await tx.webhookEndpoint.updateMany({
           where: { clientId, id },

@@ -1,12 +1,16 @@
-/** The ConfigError loadConfig throws for `env` (fails the test if it throws none or another). */
+/** The ConfigError a start-up step throws (fails the test if it throws none or another). */
 import { ConfigError, loadConfig } from '../../src/config.js';
 
-export function configError(env: Record<string, string>): ConfigError {
+/** The ConfigError `run` throws. */
+export function configErrorOf(run: () => unknown, what = 'the call'): ConfigError {
   try {
-    loadConfig(env);
+    run();
   } catch (error) {
     if (error instanceof ConfigError) return error;
     throw error;
   }
-  throw new Error(`loadConfig accepted ${JSON.stringify(env)}`);
+  throw new Error(`${what} threw no ConfigError`);
 }
+
+/** The ConfigError loadConfig throws for `env`. */
+export const configError = (env: Record<string, string>): ConfigError => configErrorOf(() => loadConfig(env), `loadConfig(${JSON.stringify(env)})`);

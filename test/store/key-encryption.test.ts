@@ -7,9 +7,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, test } from '@jest/globals';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config.js';
 import { keyEncryption } from '../../src/store/key-encryption.js';
 import { generateSigningKey } from '../../src/store/keys.js';
+import { configErrorOf } from '../helpers/config-error.js';
 import { tempDataDir } from '../helpers/services.js';
 
 const dirs: string[] = [];
@@ -20,16 +21,6 @@ const configFor = (env: Record<string, string> = {}) => {
 };
 afterAll(() => { for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true }); });
 
-/** The ConfigError `run` throws (fails the test if it throws none or another). */
-function configError(run: () => unknown): ConfigError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof ConfigError) return error;
-    throw error;
-  }
-  throw new Error('no ConfigError');
-}
 
 const jwk = generateSigningKey();
 const kid = String(jwk.kid);
@@ -50,7 +41,7 @@ describe('KEYS_ENCRYPTION_KEY set', () => {
   test('another key is refused, naming KEYS_ENCRYPTION_KEY and both key ids (never a key)', () => {
     const sealed = keyEncryption(config).seal(kid, jwk);
     const other = configFor({ KEYS_ENCRYPTION_KEY: 'cd'.repeat(32) });
-    const error = configError(() => keyEncryption(other).open(kid, sealed));
+    const error = configErrorOf(() => keyEncryption(other).open(kid, sealed));
     expect(error.variable).toBe('KEYS_ENCRYPTION_KEY');
     expect(error.message).toContain(keyEncryption(config).id);
     expect(error.message).toContain(keyEncryption(other).id);
@@ -61,13 +52,13 @@ describe('KEYS_ENCRYPTION_KEY set', () => {
   test('a sealed key moved to another kid, or altered, does not open', () => {
     const seal = keyEncryption(config);
     const sealed = seal.seal(kid, jwk);
-    expect(configError(() => seal.open('another-kid', sealed)).message).toMatch(/does not decrypt/);
+    expect(configErrorOf(() => seal.open('another-kid', sealed)).message).toMatch(/does not decrypt/);
     const parts = sealed.split('.');
     const flipped = Buffer.from(parts[3]!, 'base64url');
     flipped[0]! ^= 1;
-    expect(configError(() => seal.open(kid, [...parts.slice(0, 3), flipped.toString('base64url'), parts[4]].join('.'))).message).toMatch(/does not decrypt/);
-    expect(configError(() => seal.open(kid, [...parts.slice(0, 4), parts[4]!.slice(0, 8)].join('.'))).message).toMatch(/does not decrypt/); // a short tag
-    expect(configError(() => seal.open(kid, `v2.${parts.slice(1).join('.')}`)).message).toMatch(/not in a sealed form/);
+    expect(configErrorOf(() => seal.open(kid, [...parts.slice(0, 3), flipped.toString('base64url'), parts[4]].join('.'))).message).toMatch(/does not decrypt/);
+    expect(configErrorOf(() => seal.open(kid, [...parts.slice(0, 4), parts[4]!.slice(0, 8)].join('.'))).message).toMatch(/does not decrypt/); // a short tag
+    expect(configErrorOf(() => seal.open(kid, `v2.${parts.slice(1).join('.')}`)).message).toMatch(/not in a sealed form/);
   });
 });
 
@@ -85,7 +76,7 @@ describe('KEYS_ENCRYPTION_KEY unset (development)', () => {
 
   test('the CLI never generates one: without the file it is a ConfigError naming KEYS_ENCRYPTION_KEY', () => {
     const config = configFor();
-    const error = configError(() => keyEncryption(config));
+    const error = configErrorOf(() => keyEncryption(config));
     expect(error.variable).toBe('KEYS_ENCRYPTION_KEY');
     expect(error.message).toMatch(/is not set, and .*keys-encryption-key cannot be read \(ENOENT\)/);
     expect(fs.existsSync(path.join(config.dataDir, 'keys-encryption-key'))).toBe(false);
@@ -94,6 +85,6 @@ describe('KEYS_ENCRYPTION_KEY unset (development)', () => {
   test('a damaged key file is a ConfigError naming KEYS_ENCRYPTION_KEY', () => {
     const config = configFor();
     fs.writeFileSync(path.join(config.dataDir, 'keys-encryption-key'), 'not a key\n');
-    expect(configError(() => keyEncryption(config, { generate: true })).variable).toBe('KEYS_ENCRYPTION_KEY');
+    expect(configErrorOf(() => keyEncryption(config, { generate: true })).variable).toBe('KEYS_ENCRYPTION_KEY');
   });
 });
