@@ -49,7 +49,10 @@ export const KEY_VERBS: VerbTable = {
     summary: 'the signing keys: kid, algorithm, state (next, current, retiring, retired) and when each state begins',
     async run(args) {
       const { values } = parse(args, [], JSON_OPTION);
-      const { keys, now } = await withDatabase((db) => signingKeyStore(db.prisma).read({ withRetired: true }));
+      const [keys, now] = await withDatabase(async (db) => {
+        const store = signingKeyStore(db.prisma);
+        return [await store.read({ withRetired: true }), await store.now()] as const;
+      });
       const rows = keys.map((key) => keyJson(key, now));
       if (values.json) return json(rows);
       if (rows.length === 0) return 'no signing keys yet: the service stores the first when it starts';
@@ -68,7 +71,7 @@ export const KEY_VERBS: VerbTable = {
         const seal = keyEncryption(config);
         const store = signingKeyStore(db.prisma);
         // The new key must open where the others do: refused here with a wrong KEYS_ENCRYPTION_KEY.
-        for (const key of (await store.read()).keys) seal.open(key.kid, key.sealed!);
+        for (const key of await store.read()) seal.open(key.kid, key.sealed!);
         const key = newSigningKey();
         const { audit } = operatorAudit(config, db.prisma);
         const { _max: longest } = await db.prisma.resourceServer.aggregate({ _max: { accessTokenTtl: true } });

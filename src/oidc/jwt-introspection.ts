@@ -15,7 +15,7 @@ import type { JWK } from 'jose';
 export interface JwtIntrospectionDependencies {
   issuer: string;
   /** The public keys the service publishes now (a retiring key's included: what it signed still verifies). */
-  publicKeys: () => Promise<readonly JWK[]>;
+  publicKeys: () => readonly JWK[];
   /** The grant `grantId` names, while it stands. */
   findGrant: (grantId: string) => Promise<{ accountId?: string | undefined; clientId?: string | undefined } | undefined>;
 }
@@ -28,7 +28,7 @@ export function jwtIntrospection(deps: JwtIntrospectionDependencies): (token: st
     } catch {
       return undefined;
     }
-    const jwks = createLocalJWKSet({ keys: [...await deps.publicKeys()] });
+    const jwks = createLocalJWKSet({ keys: [...deps.publicKeys()] });
     let payload;
     try {
       ({ payload } = await jwtVerify(token, jwks, { issuer: deps.issuer, typ: 'at+jwt' }));

@@ -8,10 +8,10 @@
  */
 import type { JsonWebKey } from 'node:crypto';
 import type { KeyEncryption } from '../store/key-encryption.js';
-import type { SigningKeyStore } from '../store/signing-keys.js';
+import type { SigningKeyStore, StoredKey } from '../store/signing-keys.js';
 import type { ScheduledKey } from './key-schedule.js';
 
-export interface OpenKey extends ScheduledKey {
+export interface OpenKey extends ScheduledKey, Pick<StoredKey, 'alg' | 'publicJwk'> {
   readonly sealed: string;
   readonly privateJwk: JsonWebKey;
 }
@@ -25,7 +25,7 @@ export function keyReader(store: SigningKeyStore, seal: KeyEncryption) {
     clock: () => Date.now() + reader.offset,
 
     async read(): Promise<OpenKey[]> {
-      const { keys: rows } = await store.read();
+      const rows = await store.read();
       const before = Date.now();
       const now = await store.now();
       reader.offset = now.getTime() - (before + Date.now()) / 2;

@@ -19,6 +19,7 @@
  * @see docs/signing-keys.md
  * @example const keys = await loadSigningKeys({ …deps }); koa.use(keys.serve(provider, (jwks) => createProvider({ …, jwks })));
  */
+import type { JWK } from 'jose';
 import type { Middleware } from 'koa';
 import mount from 'koa-mount';
 import type Provider from 'oidc-provider';
@@ -47,6 +48,11 @@ export interface SigningKeys {
    * (the keys read before stay in use).
    */
   serve(front: Provider, build: (jwks: Jwks) => Provider, on: { audit: AuditLog; log: (error: unknown) => void }): Middleware;
+  /**
+   * The public keys published now, a retiring key's included, as of the last read. A key signs
+   * only after two reads have published it, so what the service signed always verifies here.
+   */
+  publicKeys(): JWK[];
   /** Stops the reads and waits for one in progress. */
   stop(): Promise<void>;
 }
@@ -143,6 +149,8 @@ export async function loadSigningKeys({ prisma, config, logger }: SigningKeyDepe
 
       return servedByMoment(planned, logger);
     },
+
+    publicKeys: () => publishedAt(keys, clock()).map((key) => ({ ...key.publicJwk, kid: key.kid, alg: key.alg }) as JWK),
 
     async stop() {
       stopped = true;

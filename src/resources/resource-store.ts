@@ -4,8 +4,8 @@
  * one trailing slash. Each addition and removal is audited (`resource.added`,
  * `resource.removed`) in its transaction.
  *
- * Read on every request that names a `resource` (one indexed point select; nothing is cached
- * between requests, so a removal holds from the next request on).
+ * Read on every request that names a `resource` (one indexed point select, once per request;
+ * nothing is cached between requests, so a removal holds from the next request on).
  *
  * @example const resource = await resources.find('https://mcp.example.com/');
  */
@@ -13,6 +13,7 @@ import type { AuditContext, AuditLog } from '../audit/audit-log.js';
 import type { PrismaClient, ResourceServer } from '../generated/prisma/client.js';
 import { matchKey, resourceDeclaration, ResourceInputError } from '../config/resources.js';
 import type { ResourceDeclaration } from '../config/resources.js';
+import { memoised } from '../store/request-state.js';
 
 export interface Resource extends ResourceDeclaration {
   /** Where it is declared: the RESOURCES variable, or resources:add. */
@@ -38,9 +39,10 @@ const fromRow = (row: ResourceServer): Resource => ({
 export function createResourceStore({ prisma, configured, audit }: { prisma: PrismaClient; configured: readonly ResourceDeclaration[]; audit: AuditLog }): ResourceStore {
   const fromConfiguration = new Map(configured.map((declared): [string, Resource] => [matchKey(declared.uri), { ...declared, source: 'configuration', createdAt: undefined }]));
   // The unique index on regexp_replace(uri, '/$', '') serves this lookup (migration 20261127210000).
-  const stored = async (key: string) => (await prisma.$queryRaw<ResourceServer[]>`
+  // Once per request: an authorization request's glue and the provider both ask (store/request-state.ts).
+  const stored = (key: string) => memoised((state) => state.resourceServers, key, async () => (await prisma.$queryRaw<ResourceServer[]>`
     SELECT uri, name, scopes, access_token_ttl AS "accessTokenTtl", created_at AS "createdAt"
-    FROM resource_servers WHERE regexp_replace(uri, '/$', '') = ${key}`)[0];
+    FROM resource_servers WHERE regexp_replace(uri, '/$', '') = ${key}`)[0]);
 
   return {
     async find(indicator) {

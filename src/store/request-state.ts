@@ -15,7 +15,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Context, Middleware } from 'koa';
 import { StoreUnavailableError } from '../errors.js';
-import type { Client, User } from '../generated/prisma/client.js';
+import type { Client, ResourceServer, User } from '../generated/prisma/client.js';
 import type { StoreGuard } from './store-failure.js';
 
 /** A provider model's row as the hot reads answer it (times as epoch numbers). */
@@ -105,6 +105,8 @@ export class RequestState {
   readonly models = new Map<string, ModelRow | null>();
   readonly users = new Map<string, User | null>();
   readonly clients = new Map<string, Client | null>();
+  /** Declared resource servers read (undefined: none), by their URI without a trailing slash. */
+  readonly resourceServers = new Map<string, ResourceServer | undefined>();
   /** Whether a client has an enabled webhook endpoint, read with the client. */
   readonly clientHasWebhooks = new Map<string, boolean>();
   /** What Redis answered for a key (an instance's fields, the id an index names). */

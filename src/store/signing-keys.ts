@@ -5,7 +5,7 @@
  * race take one transaction-scoped advisory lock; the table's unique index is the last word
  * (at most one key without a successor).
  *
- * @example const { keys, now } = await signingKeyStore(prisma).read();
+ * @example const store = signingKeyStore(prisma); const [keys, now] = [await store.read(), await store.now()];
  */
 import type { JsonWebKey } from 'node:crypto';
 import type { Prisma, PrismaClient, SigningKey } from '../generated/prisma/client.js';
@@ -57,10 +57,10 @@ const databaseNow = async (tx: Pick<PrismaClient, '$queryRaw'>) => (await tx.$qu
 
 export function signingKeyStore(prisma: PrismaClient) {
   return {
-    /** The keys (all, or only those still holding a private part) and the database's time. */
-    async read({ withRetired = false } = {}): Promise<{ keys: StoredKey[]; now: Date }> {
+    /** The keys: all, or only those still holding a private part. */
+    async read({ withRetired = false } = {}): Promise<StoredKey[]> {
       const rows = await prisma.signingKey.findMany({ where: withRetired ? {} : { privateJwk: { not: null } }, orderBy: { currentAt: 'desc' } });
-      return { keys: rows.map(stored), now: await databaseNow(prisma) };
+      return rows.map(stored);
     },
 
     /** The database's time. */

@@ -39,7 +39,8 @@ const PUBLISH_AHEAD_MS = 4000;
 
 /** Each key's state now, as `keys:list` reads it (test/cli/keys.test.ts runs the command itself: it takes seconds to start here). */
 async function states(t: TestApp): Promise<Record<string, string>> {
-  const { keys, now } = await signingKeyStore(t.app.db.prisma).read({ withRetired: true });
+  const store = signingKeyStore(t.app.db.prisma);
+  const [keys, now] = [await store.read({ withRetired: true }), await store.now()];
   return Object.fromEntries(keys.map((key) => [key.kid, stateAt(key, now.getTime())]));
 }
 
