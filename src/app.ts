@@ -43,9 +43,6 @@ import { revocationAnnouncer } from './oidc/grant-revocations.js';
 import { loginSessions } from './oidc/login-session.js';
 import { memoryAdapters } from './oidc/memory-adapter.js';
 import { jwtIntrospection } from './oidc/jwt-introspection.js';
-import { publishedAt } from './oidc/key-schedule.js';
-import { signingKeyStore } from './store/signing-keys.js';
-import type { JWK } from 'jose';
 import { createProvider } from './oidc/provider.js';
 import { checkRegisteredMetadata } from './oidc/registered-client.js';
 import { recordProviderEvents } from './oidc/provider-events.js';
@@ -220,14 +217,9 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   // A metadata document's client is public (clients/metadata-document.ts); ours are when they have no secret.
   const isPublicClient = async (clientId: string) => isMetadataDocumentClientId(clientId)
     || (isWellFormedClientId(clientId) && (await hot.findClient(clientId))?.clientSecretHash === null);
-  const keyStore = signingKeyStore(db.prisma);
   const introspectJwt = jwtIntrospection({
     issuer: config.baseUrl,
-    // The keys published now, read from the key table (oidc/key-schedule.ts): a rare request's read.
-    publicKeys: async () => {
-      const { keys: stored, now } = await keyStore.read();
-      return publishedAt(stored, now.getTime()).map((key) => ({ ...key.publicJwk, kid: key.kid, alg: key.alg }) as JWK);
-    },
+    publicKeys: signingKeys.publicKeys,
     findGrant: (grantId) => provider.Grant.find(grantId),
   });
 
@@ -264,13 +256,13 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     .post(ROUTES.userinfo, userinfoGlue, toProvider)
     .post(ROUTES.introspection, introspectGlue(usernameOf, introspectJwt), toProvider);
 
-  // Answered before the rate limits, and only at their exact paths.
+  // Answered before the rate limits, and only at their exact paths (routed, so that other requests pass neither).
   const unlimited = new Router({ strict: true, sensitive: true })
     .get([HEALTH_PATH, LIVE_PATH, READY_PATH], health({
       // Through the guards: ready exactly when requests would be let through to the stores.
       checks: {
         database: { ping: () => guards.durable(() => db.ping()), state: db.poolerState },
-        ...(redis ? { redis: { ping: () => guards.shortLived(() => redis!.ping()), state: redisState(redis) } } : {}),
+        ...(redis ? { redis: { ping: () => guards.shortLived(() => redis!.ping()), state: redisState(redis, config.redisSentinel) } } : {}),
       },
       stopping: () => inFlight.draining,
     }))

@@ -14,7 +14,7 @@ export interface RedisSentinel {
   /** REDIS_SENTINEL_PASSWORD: the Sentinels' own. */
   readonly password: string | undefined;
   /** REDIS_PASSWORD: the Redis servers' (primary and replicas) that the Sentinels name. */
-  readonly serverPassword?: string | undefined;
+  readonly serverPassword: string | undefined;
 }
 
 /** The data tier's settings. */

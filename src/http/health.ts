@@ -24,10 +24,13 @@ export const PING_TIMEOUT_MS = 1000;
 export const STATE_TIMEOUT_MS = 900;
 
 /**
- * A store's ping; or its ping and, for a store reached through a pooler or Sentinel, what that
- * one sees when the ping fails (a 503's `details`, so an operator knows where to look).
+ * A store's ping and, for a store reached through a pooler or Sentinel, what that one sees when
+ * the ping fails (a 503's `details`, so an operator knows where to look).
  */
-export type Check = (() => Promise<unknown>) | { ping: () => Promise<unknown>; state?: (() => Promise<string | undefined> | string | undefined) | undefined };
+export interface Check {
+  ping: () => Promise<unknown>;
+  state?: (() => Promise<string | undefined> | string | undefined) | undefined;
+}
 
 export interface HealthOptions {
   /** A check per store, by the name a 503 reports. */
@@ -50,8 +53,7 @@ export function health({ checks, stopping }: HealthOptions): Middleware {
       return;
     }
     const names = Object.keys(checks);
-    const pingOf = (check: Check) => (typeof check === 'function' ? check : check.ping);
-    const results = await Promise.allSettled(names.map((name) => within(PING_TIMEOUT_MS, Promise.resolve().then(pingOf(checks[name]!)))));
+    const results = await Promise.allSettled(names.map((name) => within(PING_TIMEOUT_MS, Promise.resolve().then(checks[name]!.ping))));
     const failing = names.filter((_, i) => results[i]!.status === 'rejected');
     ctx.status = failing.length === 0 ? 200 : 503;
     if (failing.length === 0) {
@@ -66,7 +68,7 @@ export function health({ checks, stopping }: HealthOptions): Middleware {
 /** What the failing stores' poolers or Sentinels see, for those that can tell; bounded. */
 async function statesOf(failing: [string, Check][]): Promise<Record<string, string>> {
   const told = await Promise.all(failing.map(async ([name, check]) => {
-    const state = typeof check === 'function' ? undefined : check.state;
+    const { state } = check;
     if (!state) return [];
     const said = await within(STATE_TIMEOUT_MS, Promise.resolve().then(state)).catch(() => 'no answer in time');
     return said === undefined ? [] : [[name, said] as const];

@@ -157,7 +157,7 @@ export function clientMetadata(client: Client): AdapterPayload {
   };
 }
 
-export function clientAdapter(findClient: (clientId: string) => Promise<Client | null>): Adapter {
+function clientAdapter(findClient: (clientId: string) => Promise<Client | null>): Adapter {
   const readOnly = (): never => { throw new Error('clients are registered at /api/register.php, not through the provider'); };
   return {
     async find(id) {

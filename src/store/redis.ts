@@ -92,10 +92,7 @@ export async function connectRedis(target: RedisTarget, timeouts: RedisTimeouts 
   return redis;
 }
 
-/** What readiness says of a failing Redis beside its name: what Sentinel sees; undefined without Sentinel. */
-export function redisState(redis: Redis): (() => Promise<string>) | undefined {
-  const { sentinels, name, sentinelPassword } = redis.options;
-  if (!sentinels || !name) return undefined;
-  const sentinel: RedisSentinel = { sentinels: sentinels.map(({ host = '127.0.0.1', port = 26379 }) => ({ host, port })), name, password: sentinelPassword };
-  return () => sentinelState(sentinel, redis, SENTINEL_STATE_MS);
+/** What readiness says of a failing Redis beside its name: what `sentinel` sees; undefined without Sentinel. */
+export function redisState(redis: Redis, sentinel: RedisSentinel | undefined): (() => Promise<string>) | undefined {
+  return sentinel && (() => sentinelState(sentinel, redis, SENTINEL_STATE_MS));
 }

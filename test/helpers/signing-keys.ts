@@ -53,11 +53,6 @@ export async function listKeys(cli: Cli): Promise<ListedKey[]> {
   return JSON.parse(expectSuccess(await cli(['keys:list', '--json'])).stdout) as ListedKey[];
 }
 
-/** `keys:list` as kid → state. */
-export async function keyStates(cli: Cli): Promise<Record<string, ListedKey['state']>> {
-  return Object.fromEntries((await listKeys(cli)).map((key) => [key.kid, key.state]));
-}
-
 export async function rotate(cli: Cli, publishAhead: string): Promise<RotationResult> {
   return JSON.parse(expectSuccess(await cli(['keys:rotate', '--publish-ahead', publishAhead, '--json'])).stdout) as RotationResult;
 }

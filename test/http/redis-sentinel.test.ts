@@ -72,11 +72,11 @@ describeWith(REDIS_SENTINEL)('Redis through Sentinel', () => {
 
   test('a name no Sentinel monitors, or no Sentinel at all, stops start-up naming the variable', async () => {
     const sentinels = set.sentinelPorts.map((port) => ({ host: '127.0.0.1', port }));
-    const unknown = await connectRedis({ sentinels, name: 'nobody', password: undefined }).catch((error: unknown) => error);
+    const unknown = await connectRedis({ sentinels, name: 'nobody', password: undefined, serverPassword: undefined }).catch((error: unknown) => error);
     expect(unknown).toBeInstanceOf(ConfigError);
     expect((unknown as ConfigError).variable).toBe('REDIS_SENTINEL_NAME');
     expect((unknown as Error).message).toContain('"nobody"');
-    const nowhere = await connectRedis({ sentinels: [{ host: '127.0.0.1', port: await freePort() }], name: set.name, password: undefined }).catch((error: unknown) => error);
+    const nowhere = await connectRedis({ sentinels: [{ host: '127.0.0.1', port: await freePort() }], name: set.name, password: undefined, serverPassword: undefined }).catch((error: unknown) => error);
     expect((nowhere as Error).message).toMatch(/^cannot reach any Sentinel of REDIS_SENTINELS \(127\.0\.0\.1:\d+\): .*ECONNREFUSED/);
   });
 
@@ -170,7 +170,7 @@ describeWith(REDIS_SENTINEL)('Redis through Sentinel', () => {
 
   test('a primary that hangs (SIGSTOP) and is failed over: the client leaves it for the promoted replica by itself, on Sentinel\'s word', async () => {
     const hung = await startSentinelSet({ name: 'oauth-hung' });
-    const redis = await connectRedis({ sentinels: hung.sentinelPorts.map((port) => ({ host: '127.0.0.1', port })), name: hung.name, password: undefined }, { redisCommandMs: 300, redisConnectMs: 1000 });
+    const redis = await connectRedis({ sentinels: hung.sentinelPorts.map((port) => ({ host: '127.0.0.1', port })), name: hung.name, password: undefined, serverPassword: undefined }, { redisCommandMs: 300, redisConnectMs: 1000 });
     try {
       await redis.set('before', '1');
       await hung.replicated();
