@@ -12,6 +12,7 @@ const LAYERS = [
   ['store'],
   ['accounts'],
   ['http'],
+  ['outbound'],
   ['ops'],
   ['audit'],
   ['resources'],

@@ -21,9 +21,11 @@ import type { ClientStore } from './clients/client-store.js';
 import { createClientSettings } from './clients/client-settings.js';
 import { createSecretCheck, isWellFormedClientId } from './clients/credentials.js';
 import { dynamicRegistration } from './clients/dynamic-registration.js';
+import { registrationLock } from './clients/registration-lock.js';
 import { deleteIdleClients } from './clients/idle-clients.js';
-import { isMetadataDocumentClientId, metadataFetchReason } from './clients/metadata-document.js';
-import { guardedFetch } from './clients/metadata-fetch.js';
+import { isMetadataDocumentClientId, metadataFetchDetail, metadataFetchReason } from './clients/metadata-document.js';
+import { guardedFetch } from './outbound/guarded-fetch.js';
+import { outboundPolicies } from './outbound/policies.js';
 import { createResourceStore } from './resources/resource-store.js';
 import { openDatabase } from './store/database.js';
 import type { Database } from './store/database.js';
@@ -163,11 +165,14 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   // One client secret check for the provider, the settings page and the webhooks API (the previous secret in its grace too).
   const checkSecret = createSecretCheck({ logger, counted: metrics.previousSecretUsed });
   const usernameOf = async (accountId: string) => (await hot.findUser(accountId))?.username;
+  // Where our own requests may go, each use with its own bounded lookups (outbound/); a name
+  // refused for what it resolved to is logged with the address, which no answer names.
+  const outbound = outboundPolicies(config, { onRefused: (refusal) => logger.warn(refusal, 'outbound destination refused') });
   const webhooks = createWebhookService({
     prisma: db.prisma,
     send,
     clock,
-    policy: { httpsOnly: config.production, allowPrivate: config.webhookAllowPrivateNetworks },
+    policy: outbound.webhooks,
     retryBaseMs: config.webhookRetryBaseMs,
     attemptTimeoutMs: config.timeouts.webhookAttemptMs,
     leaseMs: config.webhookLeaseMs,
@@ -196,14 +201,17 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     findAccount: createFindAccount(hot.findUser, guards.durable),
     renderError: async (ctx, out, thrown) => {
       const error = specErrorCode(String(out.error));
-      // A metadata document that could not be fetched: say why (clients/metadata-document.ts).
+      // A metadata document that could not be fetched: say what kind of failure it was
+      // (clients/metadata-document.ts); what the network said goes to the log alone.
       const reason = metadataFetchReason(thrown);
+      const detail = metadataFetchDetail(thrown);
+      if (detail) logger.warn({ request_id: ctx.state.requestId, client_id: ctx.oidc?.params?.client_id, detail }, 'metadata document fetch failed');
       const description = `${String(out.error_description ?? '')}${reason ? `: ${reason}` : ''}`;
       respondError(ctx, { error, error_description: description }, specStatus(error, ctx.status >= 400 ? ctx.status : 400));
     },
     checkClientSecret: checkSecret,
     findResource: resources.find,
-    fetch: guardedFetch({ ...documents, allowPrivate: documents.allowPrivateNetworks }) as never,
+    fetch: guardedFetch({ policy: outbound.documents, timeoutMs: documents.timeoutMs, maxBytes: documents.maxBytes }) as never,
   };
   const provider = createProvider(providerOptions);
   provider.on('server_error', (ctx, error) => log(error, ctx));
@@ -286,11 +294,11 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     .use(oauth.routes()) // exact paths only: other spellings and other methods go on
     .use(exactPaths(served))
     .use(openapiDocument()) // the API's description, from openapi.json
-    .use(registerRoutes({ clients, views, body, dynamic: dynamicRegistration({
-      clients,
-      initialAccessToken: config.standardClients.registrationInitialAccessToken,
-      check: checkRegisteredMetadata(provider),
-    }) }).routes())
+    .use(registerRoutes({
+      clients, views, body,
+      lock: registrationLock(config.standardClients.registrationInitialAccessToken),
+      dynamic: dynamicRegistration({ clients, check: checkRegisteredMetadata(provider) }),
+    }).routes())
     .use(settingsRoutes({ findClient: clients.find, checkSecret, settings: clientSettings, webhooks, views, body, clock }).routes())
     .use(webhooksApi({ findClient: clients.find, checkSecret, webhooks, body }).routes())
     .use(interactionRoutes({

@@ -124,6 +124,8 @@ export interface Timeouts {
   readonly adminTransactionMs: number;
   /** One webhook attempt: DNS, connect, send, response headers (docs/webhooks.md "Delivery"). */
   readonly webhookAttemptMs: number;
+  /** One name lookup of an outbound request (webhooks, metadata documents), within its request's own bound (src/outbound/host-lookup.ts). */
+  readonly outboundLookupMs: number;
 }
 
 
@@ -272,6 +274,7 @@ export function loadConfig(env: Env): Config {
       shutdownMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
       adminTransactionMs: integer(env, 'ADMIN_TRANSACTION_TIMEOUT_MS', 300_000, 1000, 3_600_000),
       webhookAttemptMs,
+      outboundLookupMs: integer(env, 'OUTBOUND_LOOKUP_TIMEOUT_MS', 2000, 10, 60_000),
       ...httpTimeouts(env),
     }),
   });

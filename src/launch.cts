@@ -14,8 +14,9 @@
 import os = require('node:os');
 
 /**
- * One pool thread per core; at least 2, so that a DNS lookup (which may hold one while a
- * resolver hangs, `src/webhooks/ssrf-guard.ts`) never stops every hash; at most libuv's default 4.
+ * One pool thread per core; at least 2, so that a system DNS lookup (the stores' connections
+ * use getaddrinfo, which holds one while a resolver hangs; outbound requests do not:
+ * `src/outbound/host-lookup.ts`) never stops every hash; at most libuv's default 4.
  */
 function threadPoolSize(cores = os.availableParallelism()): number {
   return Math.max(2, Math.min(4, cores));

@@ -12,6 +12,7 @@
 import type { AuditContext } from '../audit/audit-log.js';
 import type { ChangeTransaction } from '../webhooks/audited-changes.js';
 import type { ClientSettings } from '../clients/client-settings.js';
+import type { ClientStore } from '../clients/client-store.js';
 import type { Client, PrismaClient } from '../generated/prisma/client.js';
 import { grantCount } from '../oidc/authorized-apps.js';
 import type { ApplicationRevoked } from '../oidc/authorized-apps.js';
@@ -20,6 +21,8 @@ import type { WebhookEndpoint } from '../webhooks/webhook-store.js';
 import { NotFoundError } from './not-found.js';
 
 export interface ClientAdmin {
+  /** A client an operator vouches for (registration `operator`): its secret, shown this once. */
+  create(input: { clientName: string; redirectUri: string }, context: AuditContext): Promise<{ client: Client; clientSecret: string }>;
   /** A client by its client_id (exactly). */
   find(clientId: string): Promise<Client>;
   /** Every client, by name, with how many webhook endpoints it has. */
@@ -41,12 +44,16 @@ export interface ClientAdmin {
 
 export interface ClientAdminDependencies {
   prisma: PrismaClient;
+  clients: ClientStore;
   settings: ClientSettings;
   changes: ChangeTransaction;
 }
 
-export function createClientAdmin({ prisma, settings, changes }: ClientAdminDependencies): ClientAdmin {
+export function createClientAdmin({ prisma, clients, settings, changes }: ClientAdminDependencies): ClientAdmin {
   return {
+    create(input, context) {
+      return clients.register(input, context, 'operator');
+    },
     async find(clientId) {
       const client = await prisma.client.findUnique({ where: { clientId } });
       if (!client) throw new NotFoundError(`no client "${clientId}" (name a client by its client_id)`);

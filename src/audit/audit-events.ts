@@ -15,7 +15,7 @@ export const AUDIT_EVENTS = {
   'token.refreshed': 'a refresh token was exchanged for new tokens (written with the tokens, in their statement)',
   'token.revoked': 'grants or tokens ended: RFC 7009 revocation, a user revoking an application, an operator (tokens:revoke, a user disabled or deleted, a client deleted)',
   'token.reuse_detected': 'a used refresh token or a redeemed code was presented again; its grant was revoked',
-  'client.registered': 'a client registered at /api/register.php (the spec\'s shape, or RFC 7591: detail.registration)',
+  'client.registered': 'a client registered at /api/register.php (the spec\'s shape, or RFC 7591), or created by an operator (clients:create): detail.registration',
   'client.updated': 'a client name or redirect URI changed (settings page, clients:set-redirect-uri)',
   'client.secret_rotated': 'a client secret was rotated (settings page, clients:rotate-secret); detail: the grace and when the previous secret stops working',
   'client.previous_secret_ended': 'the previous client secret was ended before its grace was over (settings page, clients:end-previous-secret)',

@@ -17,6 +17,7 @@ import { createAuditLog } from '../audit/audit-log.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import { auditedChanges } from '../webhooks/audited-changes.js';
 import { createClientSettings } from '../clients/client-settings.js';
+import { createClientStore } from '../clients/client-store.js';
 import { loadConfig } from '../config.js';
 import type { Config } from '../config.js';
 import type { Client, PrismaClient } from '../generated/prisma/client.js';
@@ -32,6 +33,7 @@ import { createResourceStore } from '../resources/resource-store.js';
 import type { ResourceStore } from '../resources/resource-store.js';
 import { createWebhookService } from '../webhooks/webhook-service.js';
 import { createWriteSender } from '../store/write-sender.js';
+import { outboundPolicies } from '../outbound/policies.js';
 
 /**
  * The database could not serve the command: unreachable or refusing, a failed migration, or a
@@ -108,7 +110,7 @@ export function withAdmin<T>(use: (admin: Admin) => Promise<T>): Promise<T> {
       prisma,
       send: createWriteSender(db.sql, { byTurn: false }),
       clock: () => new Date(),
-      policy: { httpsOnly: config.production, allowPrivate: config.webhookAllowPrivateNetworks },
+      policy: outboundPolicies(config).webhooks,
       retryBaseMs: config.webhookRetryBaseMs,
       log: (error) => logger.error({ err: error }, 'error'),
       audit,
@@ -116,7 +118,7 @@ export function withAdmin<T>(use: (admin: Admin) => Promise<T>): Promise<T> {
     const changes = auditedChanges(webhooks, audit, { timeoutMs: config.timeouts.adminTransactionMs });
     return use({
       users: createUserAdmin({ users, changes }),
-      clients: createClientAdmin({ prisma, settings: createClientSettings(changes, { graceMs: config.secretRotationGraceMs }), changes }),
+      clients: createClientAdmin({ prisma, clients: createClientStore(prisma, audit), settings: createClientSettings(changes, { graceMs: config.secretRotationGraceMs }), changes }),
       apps: createAuthorizedApps({ prisma }),
       resources: createResourceStore({ prisma, configured: config.standardClients.resources, audit }),
       prisma,

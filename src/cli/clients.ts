@@ -8,7 +8,7 @@ import { requireGrace } from '../config/durations.js';
 import type { Client } from '../generated/prisma/client.js';
 import { endpointView } from '../webhooks/webhook-store.js';
 import { withAdmin, withClient } from './admin.js';
-import { ArgumentError, onlyArgument, parse } from './args.js';
+import { ArgumentError, onlyArgument, parse, UsageError } from './args.js';
 import { endedText, fields, iso, json, section, table } from './output.js';
 import type { VerbTable } from './verb.js';
 
@@ -32,6 +32,19 @@ function graceOption(value: string | undefined): number | undefined {
 }
 
 export const CLIENT_VERBS: VerbTable = {
+  'clients:create': {
+    usage: '--name <name> --redirect-uri <uri> [--json]',
+    summary: 'a client the operator vouches for (consent shows no "registered itself" note; never swept as idle); its client_secret is printed this once',
+    async run(args, io) {
+      const { values } = parse(args, [], { ...JSON_OPTION, name: { type: 'string' }, 'redirect-uri': { type: 'string' } });
+      const missing = [['--name', values.name], ['--redirect-uri', values['redirect-uri']]].filter(([, value]) => !value).map(([name]) => name);
+      if (missing.length) throw new UsageError(`missing ${missing.join(', ')}`);
+      const { client, clientSecret } = await withAdmin((admin) => admin.clients.create({ clientName: values.name!, redirectUri: values['redirect-uri']! }, io.context));
+      if (values.json) return json({ ...clientJson(client), client_secret: clientSecret });
+      // The secret stays the last line, for whoever reads it with `tail -1`.
+      return `created client ${named(client)}. Its client_secret, shown this once:\n${clientSecret}`;
+    },
+  },
   'clients:list': {
     usage: '[--json]',
     summary: 'every client, by name',

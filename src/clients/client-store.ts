@@ -17,9 +17,20 @@ export type { Client };
 
 export { ClientInputError, validName };
 
+/**
+ * How a client came to exist: `spec` (it registered itself at /api/register.php in the spec's
+ * shape), `rfc7591` (it registered itself, RFC 7591), `operator` (an operator created it: the CLI).
+ * Only an operator's client was checked by anyone: consent says so of every other, and the idle
+ * sweep never removes it (idle-clients.ts).
+ */
+export type Registration = 'spec' | 'rfc7591' | 'operator';
+
 export interface ClientStore {
-  /** Validates and registers a client; the plaintext secret is returned this once only. Registration is open: `context` defaults to an anonymous actor. */
-  register(input: { clientName: unknown; redirectUri: unknown }, context?: AuditContext): Promise<{ client: Client; clientSecret: string }>;
+  /**
+   * Validates and registers a client in the spec's shape; the plaintext secret is returned this
+   * once only. `context` defaults to an anonymous actor; `registration` to `spec` (self-registered).
+   */
+  register(input: { clientName: unknown; redirectUri: unknown }, context?: AuditContext, registration?: 'spec' | 'operator'): Promise<{ client: Client; clientSecret: string }>;
   /**
    * Registers an RFC 7591 client with its metadata as registered (client-metadata.ts checked
    * it): a secret for a confidential client, returned this once; none for a public one
@@ -39,15 +50,15 @@ export function validRedirectUri(value: unknown): string {
 
 export function createClientStore(prisma: PrismaClient, audit: AuditLog): ClientStore {
   return {
-    async register(input, context = { actor: ANONYMOUS }) {
+    async register(input, context = { actor: ANONYMOUS }, registration = 'spec') {
       const clientName = validName(input.clientName);
       const redirectUri = validRedirectUri(input.redirectUri);
       const clientSecret = generateClientSecret();
       const client = await audit.within((write) => prisma.$transaction(async (tx) => {
         const created = await tx.client.create({
-          data: { clientId: generateClientId(), clientSecretHash: hashClientSecret(clientSecret), clientName, redirectUri },
+          data: { clientId: generateClientId(), clientSecretHash: hashClientSecret(clientSecret), clientName, redirectUri, registration },
         });
-        await write(tx, 'client.registered', { client: created.clientId, detail: { client_name: clientName, redirect_uri: redirectUri } }, context);
+        await write(tx, 'client.registered', { client: created.clientId, detail: { client_name: clientName, redirect_uri: redirectUri, registration } }, context);
         return created;
       }));
       return { client, clientSecret };

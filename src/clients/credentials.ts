@@ -9,9 +9,15 @@
  * tens of milliseconds a request.
  *
  * After a rotation the previous secret is accepted too until its grace ends
- * (docs/rotating-credentials.md): {@link matchClientSecret}. Every use of a previous secret is
- * reported ({@link createSecretCheck}): a `warn` line naming the client (never the secret) and
- * when that secret stops working, and a metric by client, so an operator sees who still uses it.
+ * (docs/rotating-credentials.md): {@link matchClientSecret}, but only where a client uses OAuth
+ * (token, revocation, introspection). Managing a client (the settings page, the webhooks API)
+ * takes its current secret alone: a leaked old secret must not rotate the new one away. Every
+ * use of a previous secret is reported ({@link createSecretCheck}): a `warn` line naming the
+ * client (never the secret) and when that secret stops working, and a metric by client, so an
+ * operator sees who still uses it.
+ *
+ * A client without a secret (a public client: RFC 7591 `none`, a metadata document) has no
+ * secret anywhere: nothing presented authenticates it (docs/security.md, who may do what).
  *
  * @see RFC 6749 §2.3.1
  * @example const check = createSecretCheck({ logger, counted: metrics.previousSecretUsed }); check(clientId, secret, secretDigests(row));
@@ -77,8 +83,14 @@ export function matchClientSecret(presented: string, digests: SecretDigests, now
   return previous && inGrace(digests.previous, digests.previousUntil, now) ? 'previous' : undefined;
 }
 
-/** Whether `presented` authenticates the client; `requestId` names the request on the report line. */
-export type SecretCheck = (clientId: string, presented: string, digests: SecretDigests, requestId?: string) => boolean;
+/**
+ * Which secrets a surface accepts: `oauth` (token, revocation, introspection) the current one and
+ * the previous one in its grace; `manage` (the settings page, the webhooks API) the current one only.
+ */
+export type SecretUse = 'oauth' | 'manage';
+
+/** Whether `presented` authenticates the client for `use`; `requestId` names the request on the report line. */
+export type SecretCheck = (clientId: string, presented: string, digests: SecretDigests, requestId?: string, use?: SecretUse) => boolean;
 
 export interface SecretCheckDependencies {
   /** The time a grace is judged at (default: now). */
@@ -89,21 +101,36 @@ export interface SecretCheckDependencies {
 }
 
 export const PREVIOUS_SECRET_USED = 'previous client secret used';
+export const PREVIOUS_SECRET_REFUSED = 'previous client secret refused: managing a client takes its current secret';
 
 export function createSecretCheck({ clock = () => new Date(), logger, counted }: SecretCheckDependencies): SecretCheck {
-  return (clientId, presented, digests, requestId) => {
+  return (clientId, presented, digests, requestId, use = 'oauth') => {
     const match = matchClientSecret(presented, digests, clock());
     if (match === 'previous') {
+      const line = { request_id: requestId, client_id: clientId, previous_secret_expires_at: digests.previousUntil?.toISOString() };
+      if (use === 'manage') {
+        logger.warn(line, PREVIOUS_SECRET_REFUSED);
+        return false;
+      }
       counted(clientId);
-      logger.warn({ request_id: requestId, client_id: clientId, previous_secret_expires_at: digests.previousUntil?.toISOString() }, PREVIOUS_SECRET_USED);
+      logger.warn(line, PREVIOUS_SECRET_USED);
     }
     return match !== undefined;
   };
 }
 
-/** A client's secret check for our own endpoints: the client, or null when the id is unknown or the secret wrong. An unknown client costs the same digest comparisons as a wrong secret. */
-const DECOY = { current: hashClientSecret('decoy: no client has this secret') };
+/**
+ * What an unknown client, or a client without a secret, is compared with: a digest made at random
+ * when the process starts, so that no text, in the source or anywhere, matches it, and the
+ * refusal costs the same comparisons as a wrong secret.
+ */
+export const DECOY: SecretDigests = { current: hashClientSecret(randomBytes(32).toString('base64url')) };
 
+/**
+ * A client's secret check for our own pages and APIs, which manage the client: the client, or null
+ * when the id is unknown, the client has no secret (it is public), or the secret is not its
+ * current one. Every refusal costs the same digest comparisons.
+ */
 export async function authenticateClient(
   find: (clientId: string) => Promise<Client | null>,
   check: SecretCheck,
@@ -111,10 +138,11 @@ export async function authenticateClient(
 ): Promise<Client | null> {
   const { clientId, clientSecret } = credentials;
   const client = isWellFormedClientId(clientId) ? await find(clientId) : null;
-  // A public client (RFC 7591 `none`) has no secret: it is compared with the decoy, and never matches.
-  const secret = client?.clientSecretHash;
-  const ok = check(clientId, clientSecret, client && secret ? secretDigests({ ...client, clientSecretHash: secret }) : DECOY, credentials.requestId);
-  return client && ok ? client : null;
+  const secret = client?.clientSecretHash ?? null;
+  const digests = client && secret !== null ? secretDigests({ ...client, clientSecretHash: secret }) : DECOY;
+  const ok = check(clientId, clientSecret, digests, credentials.requestId, 'manage');
+  // A public client is compared with the decoy too, and refused whatever the comparison said.
+  return client && secret !== null && ok ? client : null;
 }
 
 /**

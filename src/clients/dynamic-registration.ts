@@ -1,8 +1,8 @@
 /**
  * RFC 7591 dynamic client registration: the dialect of /api/register.php whose JSON body has
  * `redirect_uris` (the spec's own shape has `redirect_uri`). Open, as the spec's registration is,
- * unless REGISTRATION_INITIAL_ACCESS_TOKEN is set: then that token is required as a Bearer token
- * (§3). Answers 201 with the client's information and its metadata as registered (§3.2.1): a
+ * unless REGISTRATION_INITIAL_ACCESS_TOKEN is set: ui/register.ts then asks every door for it
+ * (clients/registration-lock.ts). Answers 201 with the client's information and its metadata as registered (§3.2.1): a
  * `client_secret` for a confidential client only, shown this once and stored as a digest.
  *
  * @see https://www.rfc-editor.org/rfc/rfc7591#section-3
@@ -14,12 +14,9 @@ import { noteClient } from '../http/access-log.js';
 import { ClientMetadataError, registeredMetadata } from './client-metadata.js';
 import type { RegisteredMetadata } from './client-metadata.js';
 import type { ClientStore } from './client-store.js';
-import { hashClientSecret, verifyClientSecret } from './credentials.js';
 
 export interface DynamicRegistrationDependencies {
   clients: ClientStore;
-  /** REGISTRATION_INITIAL_ACCESS_TOKEN; undefined: registration is open. */
-  initialAccessToken: string | undefined;
   /**
    * The provider's own check of the metadata it will read for this client (oidc/registered-client.ts
    * builds it), so nothing is stored that it would refuse later. Throws its InvalidClientMetadata.
@@ -31,18 +28,7 @@ export interface DynamicRegistrationDependencies {
 export const isDynamicRegistration = (body: unknown) => typeof body === 'object' && body !== null && !Array.isArray(body) && 'redirect_uris' in body;
 
 export function dynamicRegistration(deps: DynamicRegistrationDependencies): (ctx: Context) => Promise<void> {
-  // Kept as a digest and compared in constant time, as client secrets are.
-  const expected = deps.initialAccessToken === undefined ? undefined : hashClientSecret(deps.initialAccessToken);
-
   return async (ctx) => {
-    if (expected) {
-      const presented = /^Bearer ([\x21-\x7e]+)$/i.exec(ctx.get('authorization'))?.[1];
-      if (presented === undefined || !verifyClientSecret(presented, expected)) {
-        // RFC 7591 §3 → RFC 6750 §3: the challenge names the error.
-        ctx.set('WWW-Authenticate', `Bearer error="invalid_token", error_description="registration requires the initial access token"`);
-        throw new ServiceError('invalid_token', presented === undefined ? 'registration requires an initial access token (Authorization: Bearer …)' : 'the initial access token is not valid');
-      }
-    }
     let metadata: RegisteredMetadata;
     try {
       metadata = registeredMetadata((ctx.request as unknown as { body: Record<string, unknown> }).body);

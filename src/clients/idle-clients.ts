@@ -1,14 +1,17 @@
 /**
- * The cleanup job's sweep of self-registered (RFC 7591) clients that obtained no token for
- * DYNAMIC_CLIENT_IDLE_DAYS (counted from their registration when they never did): each is
- * deleted with a `client.deleted` audit row (actor `system`, reason `idle`) in one transaction.
- * The spec's clients are never removed. Their grants and tokens, useless without the client,
+ * The cleanup job's sweep of self-registered clients left unused for DYNAMIC_CLIENT_IDLE_DAYS:
+ * an RFC 7591 client that obtained no token for that long (counted from its registration when it
+ * never did), and a client that registered itself in the spec's shape and never obtained a token
+ * at all since (whatever door registered it, open or locked). Each is deleted with a
+ * `client.deleted` audit row (actor `system`, reason `idle`) in one transaction. A spec-shape
+ * client that was used once is kept (its users may come back), and an operator's client
+ * (`clients:create`) is never removed. Their grants and tokens, useless without the client,
  * expire as every token does; their webhook endpoints retire as a deleted client's do.
  *
  * Bounded as the other sweeps (store/cleanup.ts): at most `limit` clients a batch, and never more
  * than {@link IDLE_CLIENTS_PER_BATCH} (each has its audit row in the batch's one transaction),
- * longest idle first (the partial index clients_idle_idx), `FOR UPDATE SKIP LOCKED` so instances
- * never collide.
+ * longest idle first (the partial indexes clients_idle_idx and clients_never_used_idx),
+ * `FOR UPDATE SKIP LOCKED` so instances never collide.
  *
  * @example await deleteIdleClients(prisma, audit, { days: 30, limit: 100 });
  */
@@ -26,7 +29,8 @@ export function deleteIdleClients(prisma: PrismaClient, audit: AuditLog, { days,
     const removed = await tx.$queryRaw<Removed[]>`
       DELETE FROM clients c WHERE c.client_id IN (
         SELECT client_id FROM clients
-        WHERE registration = 'rfc7591' AND COALESCE(last_used_at, created_at) < now() - make_interval(days => ${days}::int)
+        WHERE (registration = 'rfc7591' AND COALESCE(last_used_at, created_at) < now() - make_interval(days => ${days}::int))
+           OR (registration = 'spec' AND last_used_at IS NULL AND created_at < now() - make_interval(days => ${days}::int))
         ORDER BY COALESCE(last_used_at, created_at)
         LIMIT ${Math.min(limit, IDLE_CLIENTS_PER_BATCH)}
         FOR UPDATE SKIP LOCKED)

@@ -1,7 +1,7 @@
 /**
  * Client ID Metadata Documents (draft-ietf-oauth-client-id-metadata-document; MCP 2025-11-25):
  * a `client_id` that is an https URL names a document, served there, that describes the client.
- * The provider's own feature fetches (through clients/metadata-fetch.ts), caches and checks it
+ * The provider's own feature fetches (through outbound/guarded-fetch.ts), caches and checks it
  * (its `client_id` equals the URL exactly, no secret-based authentication, https web URIs);
  * what this service asks beyond that is here: only public clients, and a web client's redirect
  * URIs as any web client's (https, or http on a loopback host).
@@ -11,6 +11,7 @@
 import { errors } from 'oidc-provider';
 import { redirectUriProblem } from './redirect-uri.js';
 import { isWellFormedClientId } from './credentials.js';
+import { OutboundFetchError } from '../outbound/guarded-fetch.js';
 
 /** The draft's client identifier URL: https, a path other than "/", no fragment, credentials or dot segments. */
 export function isMetadataDocumentClientId(value: string): boolean {
@@ -62,23 +63,25 @@ export function oneFetchPerRequest(ctx: { state?: object } | undefined, clientId
   return Promise.resolve(true);
 }
 
-/** Why fetching a metadata document failed, in words a person can act on (undefined: not such a failure). */
-export class MetadataFetchError extends Error {
-  override name = 'MetadataFetchError';
-}
-
 /**
  * The reason behind the provider's "client_id metadata document fetch failed", for the error
- * page: our fetch's own words, the status the document's server answered, or a body that is not
- * JSON. Other causes stay unexplained (their messages are not ours to show).
+ * page: the class of failure our fetch met, in its own safe words (outbound/guarded-fetch.ts),
+ * the status the document's server answered, or a body that is not JSON; never the network's
+ * error (the log has it: {@link metadataFetchDetail}). Other causes stay unexplained.
  */
 export function metadataFetchReason(error: unknown): string | undefined {
   const { error_description: description, error_detail: detail, cause } = (error ?? {}) as { error_description?: unknown; error_detail?: unknown; cause?: unknown };
   if (description !== 'client_id metadata document fetch failed') return undefined;
-  if (cause instanceof MetadataFetchError) return cause.message;
+  if (cause instanceof OutboundFetchError) return cause.message;
   if (typeof detail === 'string' && /^unexpected response status \d+$/.test(detail)) return `its server answered ${detail.slice('unexpected response status '.length)}, not 200`;
   if (cause instanceof SyntaxError) return 'the document is not JSON';
   return undefined;
+}
+
+/** What the network said of a failed document fetch, for the log line beside the request id (undefined: nothing more). */
+export function metadataFetchDetail(error: unknown): string | undefined {
+  const cause = (error as { cause?: unknown } | undefined)?.cause;
+  return cause instanceof OutboundFetchError ? cause.detail : undefined;
 }
 
 /** Whether `value` can name a client: an id we issued, or a metadata document's URL. */

@@ -125,9 +125,9 @@ export function recordProviderEvents({ provider, audit, webhooks, tokenIssued, s
     if (records.webhook && state?.clientHasWebhooks.get(records.webhook.data.client_id) !== false) webhooks.add(writes, records.webhook.type, records.webhook.data);
     const { issued } = records;
     if (issued && tokenIssued) writes.committed.push(() => tokenIssued(issued));
-    // A self-registered client's last use (the spec's clients are never recorded).
+    // A self-registered client's last use (an operator's clients are never recorded).
     const used = ctx.oidc.client && state?.clients.get(ctx.oidc.client.clientId);
-    if (issued && used?.registration === 'rfc7591' && useToRecord(used)) writes.clientsUsed.push(used.clientId);
+    if (issued && useToRecord(used)) writes.clientsUsed.push(used!.clientId);
     if (!state) send(writes).catch((error: unknown) => log(error, ctx));
   };
   for (const [name, rule] of Object.entries(PROVIDER_EVENTS)) {

@@ -15,6 +15,7 @@ import type { Middleware } from 'koa';
 import Provider, { errors, interactionPolicy } from 'oidc-provider';
 import type { Configuration, FindAccount, KoaContextWithOIDC } from 'oidc-provider';
 import { CLAIMS } from '../accounts/provider-account.js';
+import { DECOY } from '../clients/credentials.js';
 import type { SecretCheck } from '../clients/credentials.js';
 import { allowDocumentClient, oneFetchPerRequest } from '../clients/metadata-document.js';
 import type { Config } from '../config.js';
@@ -39,7 +40,7 @@ export interface ProviderDependencies {
   checkClientSecret: SecretCheck;
   /** The declared resource server a `resource` (RFC 8707) names, if any. */
   findResource: FindResource;
-  /** Outgoing requests (Client ID Metadata Documents), through the outbound guard (clients/metadata-fetch.ts). */
+  /** Outgoing requests (Client ID Metadata Documents), through the outbound guard (outbound/guarded-fetch.ts). */
   fetch: NonNullable<Configuration['fetch']>;
 }
 
@@ -247,10 +248,12 @@ export function createProvider(deps: ProviderDependencies): Provider {
   provider.proxy = config.trustProxy;
 
   // Stored client_secret is a SHA-256 digest (clients/credentials.ts explains why); compare against it,
-  // and against the previous secret's while its grace lasts.
-  provider.Client.prototype.compareClientSecret = function compareClientSecret(this: { clientId: string; clientSecret: string }, actual: string) {
+  // and against the previous secret's while its grace lasts. A client without one (public) is
+  // compared with the decoy and refused, should the provider ever ask.
+  provider.Client.prototype.compareClientSecret = function compareClientSecret(this: { clientId: string; clientSecret?: string }, actual: string) {
     const requestId = (Provider.ctx?.state as { requestId?: string } | undefined)?.requestId;
-    return deps.checkClientSecret(this.clientId, actual, metadataDigests(this), requestId);
+    if (typeof this.clientSecret !== 'string') return (deps.checkClientSecret(this.clientId, actual, DECOY, requestId), false);
+    return deps.checkClientSecret(this.clientId, actual, metadataDigests(this as { clientSecret: string }), requestId);
   } as never;
 
   return provider;

@@ -1,9 +1,11 @@
 /**
  * What the consent page says, so that it tells the truth about who asks and for what: the
  * profile when the request asks for it (the spec's clients always do: spec-glue.ts adds
- * `openid`), each resource server asked for by the name and scopes its operator declared, and,
- * for a client that registered itself (RFC 7591) or is known only by its metadata document, that
- * it did so, how it is identified and where the answer goes (its redirect URI's host).
+ * `openid`), each resource server asked for by the name and scopes its operator declared, where
+ * the answer goes (the redirect URI's host, always: a name is the client's own words, the host is
+ * not), and, for every client that registered itself (the spec's page or JSON, RFC 7591, or a
+ * metadata document), that it did so and that nobody checked it. Only a client an operator
+ * created (`clients:create`) goes without that note.
  *
  * @example views.respond(ctx, 'consent', { …, ...await consent({ clientId, params, details }) });
  */
@@ -15,8 +17,8 @@ export interface DeclaredResource {
   readonly scopes: readonly string[];
 }
 
-/** How a client came to exist: the spec's registration, RFC 7591, or its metadata document. */
-export type ClientOrigin = 'spec' | 'rfc7591' | 'metadata-document';
+/** How a client came to exist: the spec's registration, RFC 7591, an operator, or its metadata document. */
+export type ClientOrigin = 'spec' | 'rfc7591' | 'operator' | 'metadata-document';
 
 export interface ConsentDependencies {
   originOf: (clientId: string) => Promise<ClientOrigin | undefined>;
@@ -34,9 +36,18 @@ export interface ConsentView {
   /** Whether the profile (username, e-mail address, full name) is asked for. */
   profile: boolean;
   resources: { name: string; uri: string; scopes: string[] }[];
-  /** Set for a client that registered itself: how it did ("registered itself …"), and where the answer goes. */
-  selfRegistered: { how: string; redirectHost: string } | undefined;
+  /** Where the answer goes: the redirect URI's host (or, for a private-use scheme, the app that opens it). */
+  redirectHost: string;
+  /** Set for a client that registered itself: how it did ("registered itself …"). */
+  selfRegistered: { how: string } | undefined;
 }
+
+/** How each self-registered origin is told on the page; an operator's client has no entry. */
+const SELF_REGISTERED: Record<Exclude<ClientOrigin, 'operator'>, (clientId: string) => string> = {
+  spec: () => 'registered itself with this service',
+  rfc7591: () => 'registered itself with this service (RFC 7591)',
+  'metadata-document': (clientId) => `registered itself by publishing its description at ${clientId}`,
+};
 
 /** The host (or, for a native app's private-use scheme, the scheme) the answer is sent to. */
 function destination(redirectUri: unknown): string {
@@ -54,13 +65,13 @@ export function consentView(deps: ConsentDependencies): (request: ConsentRequest
       return declared && { name: declared.name, uri: declared.uri, scopes: declared.scopes.filter((scope) => scopes.includes(scope)) };
     }))).filter((resource) => resource !== undefined);
     const missingOidc = details.missingOIDCScope;
-    const origin = await deps.originOf(clientId);
-    const how = origin === 'rfc7591' ? 'registered itself with this service (RFC 7591)'
-      : origin === 'metadata-document' ? `registered itself by publishing its description at ${clientId}` : undefined;
+    // An origin we cannot tell (the client vanished meanwhile) is told as self-registered: the note errs on the side of caution.
+    const origin = (await deps.originOf(clientId)) ?? 'spec';
     return {
       profile: Array.isArray(missingOidc) ? missingOidc.includes('openid') : resources.length === 0,
       resources,
-      selfRegistered: how ? { how, redirectHost: destination(params.redirect_uri) } : undefined,
+      redirectHost: destination(params.redirect_uri),
+      selfRegistered: origin === 'operator' ? undefined : { how: SELF_REGISTERED[origin](clientId) },
     };
   };
 }

@@ -2,7 +2,9 @@
  * `/api/register.php`: the registration page (form, CSRF-protected) and the same POST with a
  * JSON body for scripts. The client secret is in the response this once and never again.
  * A JSON body with `redirect_uris` is RFC 7591's dialect (clients/dynamic-registration.ts), the
- * `registration_endpoint` of the discovery documents.
+ * `registration_endpoint` of the discovery documents. With REGISTRATION_INITIAL_ACCESS_TOKEN set,
+ * every door asks for it (clients/registration-lock.ts): the JSON shapes as a Bearer token, the
+ * form in a field of its own; nothing is checked or stored before the token is.
  *
  * @see ../shared/spec/oauth-service-spec.md "Client registration"
  */
@@ -13,6 +15,7 @@ import { noteClient } from '../http/access-log.js';
 import type { ClientStore } from '../clients/client-store.js';
 import { ClientInputError } from '../clients/client-store.js';
 import { isDynamicRegistration } from '../clients/dynamic-registration.js';
+import type { RegistrationLock } from '../clients/registration-lock.js';
 import { REGISTRATION_PATH } from '../oidc/routes.js';
 import { checkCsrf, csrfToken } from './csrf.js';
 import { field } from './form.js';
@@ -21,11 +24,20 @@ import { ANONYMOUS, requestContext } from '../audit/audit-log.js';
 
 export const REGISTER_PATH = REGISTRATION_PATH;
 
-export function registerRoutes({ clients, views, body, dynamic }: { clients: ClientStore; views: Views; body: Middleware; dynamic: (ctx: Context) => Promise<void> }): Router {
+export interface RegisterDependencies {
+  clients: ClientStore;
+  views: Views;
+  body: Middleware;
+  /** RFC 7591 (clients/dynamic-registration.ts), reached once the lock is open. */
+  dynamic: (ctx: Context) => Promise<void>;
+  lock: RegistrationLock;
+}
+
+export function registerRoutes({ clients, views, body, dynamic, lock }: RegisterDependencies): Router {
   const router = new Router();
 
   function form(ctx: Context, locals: { clientName?: string; redirectUri?: string; error?: string } = {}, status = 200) {
-    views.respond(ctx, 'register', { title: 'Register an application', csrf: csrfToken(ctx), clientName: '', redirectUri: '', ...locals }, status);
+    views.respond(ctx, 'register', { title: 'Register an application', csrf: csrfToken(ctx), clientName: '', redirectUri: '', locked: lock.locked, ...locals }, status);
   }
 
   router.get(REGISTER_PATH, (ctx) => form(ctx));
@@ -36,9 +48,12 @@ export function registerRoutes({ clients, views, body, dynamic }: { clients: Cli
     if (!json && !ctx.is('urlencoded')) {
       throw new ServiceError('invalid_request', 'send the form as application/x-www-form-urlencoded, or JSON as application/json');
     }
+    if (json) lock.requireBearer(ctx);
     if (json && isDynamicRegistration((ctx.request as { body?: unknown }).body)) return dynamic(ctx);
     if (!json) checkCsrf(ctx);
     const input = { clientName: field(ctx, 'client_name'), redirectUri: field(ctx, 'redirect_uri') };
+    const refused = json ? undefined : lock.problem(field(ctx, 'initial_access_token'));
+    if (refused) return form(ctx, { ...input, error: `Registration is closed to the public: ${refused.replace(' (Authorization: Bearer …)', '')}. Ask the operator of this service for it.` }, 401);
     let registered;
     try {
       registered = await clients.register(input, requestContext(ctx, ANONYMOUS));

@@ -13,6 +13,8 @@
  * | POST ?id=ep_…&action=enable / disable     | 200 endpoint                             |
  * | POST ?id=ep_…&action=rotate_secret[&grace=1h] | 200 endpoint + new secret (the old one signs too until previous_secret_expires_at) |
  * | DELETE ?id=ep_…                           | 204                                      |
+ *
+ * Every POST is `Content-Type: application/json`, even without a body (anything else: 400 invalid_request).
  */
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
@@ -109,10 +111,17 @@ export function webhooksApi({ findClient, checkSecret, webhooks, body }: Webhook
     ctx.body = { deliveries: (await webhooks.deliveries(client.clientId, endpoint.id, limit)).map(deliveryView) };
   }));
 
-  // Credentials before the body: a stranger learns nothing from how a body is parsed.
+  // Credentials before the body: a stranger learns nothing from how a body is parsed. Then every
+  // POST must be JSON, body or not: a browser caches Basic credentials, and a cross-site page can
+  // send a form or a body-less POST with them, but not application/json without a CORS preflight,
+  // which this path never grants.
   const authenticated: Middleware = async (ctx, next) => {
     ctx.state.client = await authenticate(ctx);
     noteClient(ctx, (ctx.state.client as Client).clientId);
+    if (ctx.request.type !== 'application/json') {
+      ctx.set('Cache-Control', 'no-store');
+      throw new ServiceError('invalid_request', 'send every POST as Content-Type: application/json (an empty body is fine for ?action=…)');
+    }
     await next();
   };
 
@@ -122,7 +131,6 @@ export function webhooksApi({ findClient, checkSecret, webhooks, body }: Webhook
     const action = query(ctx, 'action');
     if (!id) {
       if (action) throw new ServiceError('invalid_request', `action=${action} needs an id`);
-      if (!ctx.is('json')) throw new ServiceError('invalid_request', 'send {url, events} as application/json');
       const input = (ctx.request as { body?: unknown }).body;
       if (!input || typeof input !== 'object' || Array.isArray(input)) throw new ServiceError('invalid_request', 'the body must be a JSON object {url, events}');
       const { url, events } = input as Record<string, unknown>;

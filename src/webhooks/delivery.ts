@@ -13,7 +13,7 @@ import type { Claimed, Outbox, Outcome } from './outbox.js';
 import { retryDelayMs } from './retry-schedule.js';
 import type { AttemptResult } from './send.js';
 import { signedHeaders, signingSecrets } from './signing.js';
-import type { NetworkPolicy } from './ssrf-guard.js';
+import type { NetworkPolicy } from '../outbound/ssrf-guard.js';
 
 export interface DeliveryWorker {
   start(): void;

@@ -7,8 +7,8 @@
  */
 import http from 'node:http';
 import https from 'node:https';
-import type { NetworkPolicy } from './ssrf-guard.js';
-import { addressProblem, guardedLookup, ipLiteral } from './ssrf-guard.js';
+import type { NetworkPolicy } from '../outbound/ssrf-guard.js';
+import { addressProblem, guardedLookup, ipLiteral } from '../outbound/ssrf-guard.js';
 
 export interface AttemptResult {
   /** The receiver's HTTP status, when it answered. */
@@ -29,21 +29,23 @@ export function sendAttempt(
   if (policy.httpsOnly && url.protocol !== 'https:') return Promise.resolve({ error: 'refused: only https URLs are allowed' });
   const literal = ipLiteral(url);
   const refused = literal && addressProblem(literal, policy);
-  if (refused) return Promise.resolve({ error: `refused: ${refused}` });
+  if (refused) return Promise.resolve({ error: refused });
 
   return new Promise((resolve) => {
     let settled = false;
+    const giveUp = new AbortController(); // the lookup gives up with the attempt
     const settle = (result: AttemptResult) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      giveUp.abort();
       resolve(result);
     };
     const client = url.protocol === 'https:' ? https : http;
     const req = client.request(url, {
       method: 'POST',
       agent: false, // a fresh connection, so every attempt passes the guarded lookup
-      lookup: guardedLookup(policy) as never,
+      lookup: guardedLookup(policy, signal ? AbortSignal.any([signal, giveUp.signal]) : giveUp.signal) as never,
       signal,
       headers: {
         'content-type': 'application/json',
@@ -60,8 +62,7 @@ export function sendAttempt(
       req.destroy();
     }, timeoutMs);
     req.on('error', (error: NodeJS.ErrnoException) => {
-      const refusedError = error.name === 'RefusedDestinationError';
-      settle({ error: refusedError ? `refused: ${error.message}` : `${error.code ?? error.name}: ${error.message}` });
+      settle({ error: error.name === 'RefusedDestinationError' || error.name === 'LookupError' ? error.message : `${error.code ?? error.name}: ${error.message}` });
     });
     req.end(request.body);
   });

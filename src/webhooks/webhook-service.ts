@@ -26,8 +26,8 @@ import type { Writer } from './outbox.js';
 import { sendAttempt } from './send.js';
 import { rotateEndpointSecret } from './secret-rotation.js';
 import { generateSigningSecret } from './signing.js';
-import type { NetworkPolicy } from './ssrf-guard.js';
-import { webhookUrlProblem } from './ssrf-guard.js';
+import type { NetworkPolicy } from '../outbound/ssrf-guard.js';
+import { webhookUrlProblem } from '../outbound/ssrf-guard.js';
 import { createWebhookStore } from './webhook-store.js';
 import type { WebhookDelivery, WebhookEndpoint, WebhookStore } from './webhook-store.js';
 

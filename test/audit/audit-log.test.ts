@@ -16,6 +16,7 @@ import type { WebhookService } from '../../src/webhooks/webhook-service.js';
 import { openTestDatabase } from '../helpers/databases.js';
 import type { TestStore } from '../helpers/databases.js';
 import { createWriteSender } from '../../src/store/write-sender.js';
+import { testPolicy } from '../helpers/outbound.js';
 
 const CONTEXT = { actor: 'operator', address: '192.0.2.7', requestId: 'req-42', detail: { os_user: 'ops' } };
 
@@ -51,7 +52,7 @@ describe('writing (postgres)', () => {
     const logger = createLogger({ level: 'info', destination: { write: (line: string) => { lines.push(JSON.parse(line) as Record<string, unknown>); } } });
     audit = createAuditLog({ prisma: store.db.prisma, logger });
     webhooks = createWebhookService({
-      prisma: store.db.prisma, send: createWriteSender(store.db.sql, { byTurn: false }), clock: () => new Date(), policy: { httpsOnly: false, allowPrivate: true }, retryBaseMs: 1000,
+      prisma: store.db.prisma, send: createWriteSender(store.db.sql, { byTurn: false }), clock: () => new Date(), policy: testPolicy(), retryBaseMs: 1000,
       log: (error) => { throw error; }, audit,
     });
   });

@@ -43,6 +43,26 @@ test('clients:list and clients:show, as text and as JSON', async () => {
   expect(expectSuccess(await cli(['clients:show', client.client_id])).stdout).toMatch(/^authorized by\s+2 users$/m);
 });
 
+test('clients:create: a client the operator vouches for, its secret printed this once (the last line), audited as the operator; bad input changes nothing', async () => {
+  const created = expectSuccess(await cli(['clients:create', '--name', 'Payroll', '--redirect-uri', 'https://payroll.example/cb']));
+  const secret = created.stdout.trim().split('\n').at(-1)!;
+  const clientId = /created client "Payroll" \(([\w-]+)\)/.exec(created.stdout)![1]!;
+  const stored = await t.app.db.prisma.client.findUniqueOrThrow({ where: { clientId } });
+  expect(stored).toMatchObject({ clientName: 'Payroll', redirectUri: 'https://payroll.example/cb', registration: 'operator' });
+  expect(stored.clientSecretHash).not.toContain(secret);
+  const hooks = await webhooksApi(t.baseUrl, { client_id: clientId, client_secret: secret });
+  expect(hooks.status).toBe(200); // the secret printed is the client's
+  expect((await operatorRows(clientId)).map((row) => [row.event, (row.detail as Record<string, unknown>).registration])).toEqual([['client.registered', 'operator']]);
+
+  const asJson = JSON.parse(expectSuccess(await cli(['clients:create', '--name', 'Payroll 2', '--redirect-uri', 'https://payroll.example/cb', '--json'])).stdout) as Record<string, unknown>;
+  expect(asJson).toMatchObject({ client_id: expect.any(String), client_name: 'Payroll 2', client_secret: expect.any(String) });
+
+  const count = await t.app.db.prisma.client.count();
+  expectCleanFailure(await cli(['clients:create', '--name', 'Bad', '--redirect-uri', 'http://bad.example/cb']), /redirect_uri/, 1);
+  expectCleanFailure(await cli(['clients:create', '--name', 'No URI']), /missing --redirect-uri/, 2);
+  expect(await t.app.db.prisma.client.count()).toBe(count);
+}, 120_000);
+
 /** Each test runs several CLI processes (a few seconds each on a loaded machine). */
 const CLI_TEST_TIMEOUT = 120_000;
 

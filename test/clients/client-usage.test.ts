@@ -3,7 +3,8 @@
  * exchange or refresh records the use at most once a day, inside the request's one write
  * statement (the exchange of a public client costs the round trips of any exchange: one read,
  * one write); the cleanup sweep removes RFC 7591 clients idle that long (or never used since
- * registering that long ago), each with a `client.deleted` audit row, and never a spec client.
+ * registering that long ago) and spec-shape clients never used since registering that long ago,
+ * each with a `client.deleted` audit row, and never an operator's client.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { createAuditLog } from '../../src/audit/audit-log.js';
@@ -30,10 +31,18 @@ const registerPublic = async () => (await registerDynamicClient(t, {
   redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none', grant_types: ['authorization_code', 'refresh_token'],
 })).client_id;
 
-async function exchange(clientId: string) {
+/** A code for the client, and the exchange that redeems it (with PKCE, or with `secret` for a confidential client). */
+async function exchange(clientId: string, secret?: string) {
   const pkce = pkcePair();
-  const code = (await new Browser(t.baseUrl).authorize({ client_id: clientId, client_secret: '', redirect_uri: REDIRECT }, user, pkceParams(pkce))).searchParams.get('code')!;
-  return () => tokenRequest(t, { code, client_id: clientId, code_verifier: pkce.verifier });
+  const redirect = secret === undefined ? REDIRECT : 'http://localhost:9999/callback';
+  const code = (await new Browser(t.baseUrl).authorize({ client_id: clientId, client_secret: secret ?? '', redirect_uri: redirect }, user, pkceParams(pkce))).searchParams.get('code')!;
+  return () => tokenRequest(t, { code, client_id: clientId, ...(secret === undefined ? { code_verifier: pkce.verifier } : { client_secret: secret, code_verifier: pkce.verifier }) });
+}
+
+/** A client an operator created (clients:create). */
+async function operatorClient() {
+  const { client, clientSecret } = await t.app.clients.register({ clientName: 'Operator App', redirectUri: 'http://localhost:9999/callback' }, undefined, 'operator');
+  return { client_id: client.clientId, client_secret: clientSecret, redirect_uri: client.redirectUri };
 }
 
 const lastUsed = async (clientId: string) => (await t.app.db.prisma.client.findUniqueOrThrow({ where: { clientId } })).lastUsedAt;
@@ -63,16 +72,22 @@ describe('last use', () => {
     expect((await lastUsed(clientId))!.getTime()).toBeGreaterThan(first!.getTime() - 1000);
   });
 
-  test('a spec client\'s use is never written', async () => {
+  test('a client that registered itself in the spec\'s shape: its use is written too; an operator\'s client\'s never', async () => {
     const client = await registerClient(t);
+    expect(await lastUsed(client.client_id)).toBeNull();
     const code = (await new Browser(t.baseUrl).authorize(client, user)).searchParams.get('code')!;
     expect((await tokenRequest(t, { code, client_id: client.client_id, client_secret: client.client_secret })).status).toBe(200);
-    expect(await lastUsed(client.client_id)).toBeNull();
+    expect(await lastUsed(client.client_id)).not.toBeNull();
+
+    const operator = await operatorClient();
+    const theirs = (await new Browser(t.baseUrl).authorize(operator, user)).searchParams.get('code')!;
+    expect((await tokenRequest(t, { code: theirs, client_id: operator.client_id, client_secret: operator.client_secret })).status).toBe(200);
+    expect(await lastUsed(operator.client_id)).toBeNull();
   });
 });
 
 describe('the idle sweep', () => {
-  test('removes RFC 7591 clients idle for the days given, audited; keeps used ones and every spec client', async () => {
+  test('removes RFC 7591 clients idle for the days given and spec-shape clients never used, audited; keeps used ones and every operator client', async () => {
     const audit = createAuditLog({ prisma: t.app.db.prisma, logger: createLogger({ level: 'silent' }) });
     const used = await registerPublic();
     await (await exchange(used))();
@@ -83,16 +98,24 @@ describe('the idle sweep', () => {
     await backdate(longIdle, 'created_at', 90);
     await backdate(longIdle, 'last_used_at', 31);
     const recent = await registerPublic(); // registered today, never used: kept
-    const spec = await registerClient(t);
-    await backdate(spec.client_id, 'created_at', 400);
+    // The spec's shape: never used since it registered itself 31 days ago (removed), used once long ago (kept).
+    const specNeverUsed = (await registerClient(t)).client_id;
+    await backdate(specNeverUsed, 'created_at', 31);
+    const specUsed = await registerClient(t);
+    await (await exchange(specUsed.client_id, specUsed.client_secret))();
+    await backdate(specUsed.client_id, 'created_at', 400);
+    await backdate(specUsed.client_id, 'last_used_at', 399);
+    // An operator's client is never removed, used or not.
+    const operator = (await operatorClient()).client_id;
+    await backdate(operator, 'created_at', 400);
 
-    expect(await deleteIdleClients(t.app.db.prisma, audit, { days: 30, limit: 100 })).toBe(2);
+    expect(await deleteIdleClients(t.app.db.prisma, audit, { days: 30, limit: 100 })).toBe(3);
     const left = new Set((await t.app.db.prisma.client.findMany({ select: { clientId: true } })).map((row) => row.clientId));
-    expect([used, recent, spec.client_id].every((id) => left.has(id))).toBe(true);
-    expect(left.has(neverUsed) || left.has(longIdle)).toBe(false);
-    const rows = await t.app.db.prisma.auditEvent.findMany({ where: { event: 'client.deleted', clientId: { in: [neverUsed, longIdle] } } });
+    expect([used, recent, specUsed.client_id, operator].every((id) => left.has(id))).toBe(true);
+    expect(left.has(neverUsed) || left.has(longIdle) || left.has(specNeverUsed)).toBe(false);
+    const rows = await t.app.db.prisma.auditEvent.findMany({ where: { event: 'client.deleted', clientId: { in: [neverUsed, longIdle, specNeverUsed] } } });
     expect(rows.map((row) => [row.clientId, row.actor, (row.detail as Record<string, unknown>).reason])).toEqual(expect.arrayContaining([
-      [neverUsed, 'system', 'idle'], [longIdle, 'system', 'idle'],
+      [neverUsed, 'system', 'idle'], [longIdle, 'system', 'idle'], [specNeverUsed, 'system', 'idle'],
     ]));
     expect(await deleteIdleClients(t.app.db.prisma, audit, { days: 30, limit: 100 })).toBe(0);
 

@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { hashClientSecret } from '../../src/clients/credentials.js';
+import { Browser } from '../helpers/browser.js';
 import { startTestApp } from '../helpers/test-app.js';
 import type { TestApp } from '../helpers/test-app.js';
 
@@ -121,7 +122,37 @@ describe('REGISTRATION_INITIAL_ACCESS_TOKEN', () => {
     expect((await register(guarded, body, { authorization: `Bearer ${TOKEN}` })).status).toBe(201);
   });
 
-  test('the spec\'s registration page and JSON stay open', async () => {
-    expect((await register(guarded, { client_name: 'Spec', redirect_uri: 'https://spec.example/cb' })).status).toBe(201);
+  test('locks the spec\'s JSON shape too: 401 invalid_token without the token, 201 with it', async () => {
+    const body = { client_name: 'Spec', redirect_uri: 'https://spec.example/cb' };
+    const without = await register(guarded, body);
+    expect(without.status).toBe(401);
+    expect(without.body).toEqual({ error: 'invalid_token', error_description: expect.stringContaining('initial access token') });
+    expect(without.headers.get('www-authenticate')).toMatch(/^Bearer error="invalid_token"/);
+    expect((await register(guarded, body, { authorization: 'Bearer wrong' })).status).toBe(401);
+    expect(await guarded.app.db.prisma.client.count({ where: { registration: 'spec' } })).toBe(0);
+    expect((await register(guarded, body, { authorization: `Bearer ${TOKEN}` })).status).toBe(201);
+  });
+
+  test('locks the registration page: it asks for the token, and registers nothing without it', async () => {
+    const browser = new Browser(guarded.baseUrl);
+    const page = await browser.follow('/api/register.php');
+    expect(page.body).toContain('id="registration_locked"');
+    expect(page.body).toContain('name="initial_access_token"');
+    const before = await guarded.app.db.prisma.client.count();
+    for (const token of ['', 'wrong', TOKEN.toUpperCase()]) {
+      const refused = await browser.submit(page, '/api/register.php', { client_name: 'Form', redirect_uri: 'https://form.example/cb', initial_access_token: token });
+      expect(refused.status).toBe(401);
+      expect(refused.body).toContain('Registration is closed to the public');
+      expect(refused.body).toContain('value="https://form.example/cb"'); // what was typed stays
+    }
+    expect(await guarded.app.db.prisma.client.count()).toBe(before);
+    const registered = await browser.submit(page, '/api/register.php', { client_name: 'Form', redirect_uri: 'https://form.example/cb', initial_access_token: TOKEN });
+    expect(registered.status).toBe(201);
+    expect(registered.body).toContain('id="client_secret"');
+  });
+
+  test('an open service\'s page asks for no token', async () => {
+    const page = await new Browser(t.baseUrl).follow('/api/register.php');
+    expect(page.body).not.toContain('initial_access_token');
   });
 });

@@ -16,6 +16,7 @@ import { startDocumentServer } from '../helpers/document-server.js';
 import type { DocumentServer } from '../helpers/document-server.js';
 import { pkcePair, pkceParams } from '../helpers/pkce.js';
 import { startServiceProcess } from '../helpers/service-process.js';
+import { freePort } from '../helpers/services.js';
 import type { ServiceProcess } from '../helpers/service-process.js';
 import { startTestApp } from '../helpers/test-app.js';
 import type { TestApp } from '../helpers/test-app.js';
@@ -100,7 +101,7 @@ describeWithOpenssl('Client ID Metadata Documents', () => {
   test.each<[string, string, string, RegExp]>([
     ['a client_id that differs from its URL', '/mismatch.json', 'invalid_client_metadata', /client_id does not match/],
     ['a document over CLIENT_METADATA_MAX_BYTES', '/large.json', 'invalid_client', /fetch failed: the document is larger than 5120 bytes/],
-    ['a document whose Content-Length is over CLIENT_METADATA_MAX_BYTES', '/declared.json', 'invalid_client', /fetch failed: the document is \d+ bytes, more than 5120/],
+    ['a document whose Content-Length is over CLIENT_METADATA_MAX_BYTES', '/declared.json', 'invalid_client', /fetch failed: the document is larger than 5120 bytes/],
     ['a document slower than CLIENT_METADATA_TIMEOUT_MS', '/slow.json', 'invalid_client', /fetch failed: no complete answer within 1500 ms/],
     ['a document that is not there', '/missing.json', 'invalid_client', /fetch failed: its server answered 404, not 200/],
     ['a document that is not JSON', '/not-json.json', 'invalid_client', /fetch failed: the document is not JSON/],
@@ -118,6 +119,20 @@ describeWithOpenssl('Client ID Metadata Documents', () => {
     expect(docs.hits.get(path)).toBe(before + 1); // not again to render the error
   }, 30_000);
 
+  test('a document whose server cannot be reached: the page says so and no more (no probe of host and port); the log has the network\'s words and the request id', async () => {
+    const closed = await freePort();
+    const query = new URLSearchParams({ client_id: `https://127.0.0.1:${closed}/client.json`, redirect_uri: REDIRECT, response_type: 'code', ...pkceParams(pkcePair()) });
+    const res = await fetch(`${service.baseUrl}/api/authorize.php?${query}`, { headers: { accept: 'application/json' } });
+    expect(res.status).toBe(401);
+    const body = await res.json() as { error_description: string };
+    expect(body).toEqual({ error: 'invalid_client', error_description: `client_id metadata document fetch failed: 127.0.0.1:${closed} could not be reached` });
+    expect(body.error_description).not.toMatch(/ECONN|connect /);
+    const requestId = res.headers.get('x-request-id')!;
+    const logged = () => service.instance.output.split('\n').filter((line) => line.includes('metadata document fetch failed')).map((line) => JSON.parse(line) as Record<string, unknown>);
+    for (let waited = 0; waited < 3000 && !logged().some((line) => line.request_id === requestId); waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(logged()).toContainEqual(expect.objectContaining({ request_id: requestId, detail: expect.stringContaining('ECONNREFUSED') }));
+  });
+
   describe('without CLIENT_METADATA_ALLOW_PRIVATE_NETWORKS', () => {
     let t: TestApp;
     beforeAll(async () => { t = await startTestApp(); });
@@ -128,7 +143,7 @@ describeWithOpenssl('Client ID Metadata Documents', () => {
       const query = new URLSearchParams({ client_id: docs.url('/good.json'), redirect_uri: REDIRECT, response_type: 'code', ...pkceParams(pkcePair()) });
       const res = await fetch(`${t.baseUrl}/api/authorize.php?${query}`, { headers: { accept: 'application/json' } });
       expect(res.status).toBe(401);
-      expect(await res.json()).toEqual({ error: 'invalid_client', error_description: expect.stringMatching(/fetch failed: url is refused: 127\.0\.0\.1 is a loopback, private or shared address/) });
+      expect(await res.json()).toEqual({ error: 'invalid_client', error_description: 'client_id metadata document fetch failed: destination not allowed: 127.0.0.1 is a loopback, private or shared address' });
       expect(docs.hits.get('/good.json')).toBe(before);
     });
 

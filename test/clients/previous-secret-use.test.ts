@@ -1,10 +1,11 @@
 /**
  * After a rotation with a grace, the previous client secret is accepted by one rule wherever a
- * client authenticates (the token, revocation and introspection endpoints, the settings sign-in,
- * the webhooks API), and every use is reported so an operator sees who still uses it: a `warn`
- * line naming the client and the request (never the secret), and
- * `oauth_client_previous_secret_uses_total{client_id}` on METRICS_PORT. The current secret is
- * neither logged nor counted.
+ * client uses OAuth (the token, revocation and introspection endpoints), and every use is reported
+ * so an operator sees who still uses it: a `warn` line naming the client and the request (never
+ * the secret), and `oauth_client_previous_secret_uses_total{client_id}` on METRICS_PORT. Managing
+ * the client (the settings sign-in, the webhooks API) takes the current secret only: the previous
+ * one is refused there as a wrong one, with a `warn` line of its own and no count. The current
+ * secret is neither logged nor counted.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { hashClientSecret, matchClientSecret } from '../../src/clients/credentials.js';
@@ -38,6 +39,7 @@ describe('a use of the previous secret, on PostgreSQL and Redis with METRICS_POR
   const chunks: string[] = [];
   const lines = (): Line[] => chunks.join('').split('\n').filter(Boolean).map((line) => JSON.parse(line) as Line);
   const reports = () => lines().filter((line) => line.msg === 'previous client secret used');
+  const refusals = () => lines().filter((line) => line.msg === 'previous client secret refused: managing a client takes its current secret');
   let t: TestApp;
   beforeAll(async () => {
     const logger = createLogger({ level: 'info', destination: { write: (chunk: string) => { chunks.push(chunk); } } });
@@ -50,7 +52,7 @@ describe('a use of the previous secret, on PostgreSQL and Redis with METRICS_POR
     return sampleValue(await parsePrometheusText(await res.text()), 'oauth_client_previous_secret_uses_total', { client_id: clientId }) ?? 0;
   };
 
-  test('is accepted everywhere a client authenticates, and each use is one warn line (client and request, no secret) and one count', async () => {
+  test('is accepted where the client uses OAuth, each use one warn line (client and request, no secret) and one count; refused to manage the client', async () => {
     const client = await registerClient(t);
     const user = await createUser(t);
     const settings = new Browser(t.baseUrl);
@@ -65,7 +67,7 @@ describe('a use of the previous secret, on PostgreSQL and Redis with METRICS_POR
     expect(reports()).toEqual([]);
     expect(await uses(client.client_id)).toBe(0);
 
-    // The old one, five ways: a code exchange (Basic and form), introspection, the settings sign-in, the webhooks API.
+    // The old one, three ways that use OAuth: a code exchange (Basic), a refresh (form), introspection.
     const requestIds: string[] = [];
     const send = async (res: { status: number; headers: Headers }) => {
       expect(res.status).toBe(200);
@@ -76,18 +78,20 @@ describe('a use of the previous secret, on PostgreSQL and Redis with METRICS_POR
     await send(await tokenRequest(t, { grant_type: 'refresh_token', refresh_token: String(tokens.body.refresh_token), client_id: client.client_id, client_secret: client.client_secret }));
     const introspected = await postForm(t, '/api/introspect.php', { token: String(tokens.body.access_token), client_id: client.client_id, client_secret: client.client_secret });
     await send(introspected);
-    await send(await signInOnSettingsPage(new Browser(t.baseUrl), client));
-    await send(await webhooksApi(t.baseUrl, client));
+    // Two ways that manage the client: refused as a wrong secret would be.
+    expect((await signInOnSettingsPage(new Browser(t.baseUrl), client)).status).toBe(401);
+    expect((await webhooksApi(t.baseUrl, client)).status).toBe(401);
     expect((await webhooksApi(t.baseUrl, fresh)).status).toBe(200);
 
-    expect(await uses(client.client_id)).toBe(5);
+    expect(await uses(client.client_id)).toBe(3);
     const reported = reports();
-    expect(reported).toHaveLength(5);
+    expect(reported).toHaveLength(3);
     for (const line of reported) {
       expect(line).toMatchObject({ level: 40, client_id: client.client_id, previous_secret_expires_at: until, request_id: expect.any(String) });
     }
-    // The sign-in's page was reached through a redirect: its report names the POST's request, not the GET's.
-    expect(reported.map((line) => line.request_id)).toEqual(expect.arrayContaining(requestIds.filter((_, i) => i !== 3)));
+    expect(reported.map((line) => line.request_id)).toEqual(requestIds);
+    expect(refusals()).toHaveLength(2);
+    for (const line of refusals()) expect(line).toMatchObject({ level: 40, client_id: client.client_id, request_id: expect.any(String) });
     const text = chunks.join('');
     expect(text).not.toContain(client.client_secret);
     expect(text).not.toContain(newSecret);

@@ -113,7 +113,8 @@ export async function webhooksApi(baseUrl: string, client: { client_id: string; 
     method: init.method ?? (init.json === undefined ? 'GET' : 'POST'),
     headers: {
       authorization: `Basic ${Buffer.from(`${client.client_id}:${client.client_secret}`).toString('base64')}`,
-      ...(init.json === undefined ? {} : { 'content-type': 'application/json' }),
+      // Every POST is JSON, body or not (a cross-site page cannot send that without a preflight).
+      ...(init.json === undefined && init.method !== 'POST' ? {} : { 'content-type': 'application/json' }),
       ...init.headers,
     },
     body: init.json === undefined ? undefined : JSON.stringify(init.json),

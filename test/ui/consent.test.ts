@@ -1,8 +1,9 @@
 /**
- * The consent page tells the truth: for a client that registered itself (RFC 7591) it says so,
- * names where the answer goes, and lists each resource server asked for by the name and scopes
- * its operator declared (only the scopes asked); the profile is listed only when asked for. The
- * spec's clients see the page they always saw.
+ * The consent page tells the truth: it always names where the answer goes; for every client that
+ * registered itself (the spec's page or JSON, RFC 7591, a metadata document) it says so and that
+ * nobody checked it; only an operator's client (clients:create) goes without that note. It lists
+ * each resource server asked for by the name and scopes its operator declared (only the scopes
+ * asked); the profile is listed only when asked for.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { Browser } from '../helpers/browser.js';
@@ -45,15 +46,24 @@ describe('the consent page', () => {
     expect(page).toContain('Your answer is sent to 127.0.0.1:9999.');
   });
 
-  test('a spec client: the profile, no self-registration notice; a resource it asks for is listed too', async () => {
+  test('a client that registered itself in the spec\'s shape: the profile, the note that nobody checked it, where the answer goes; a resource it asks for is listed too', async () => {
     const client = await registerClient(t, 'http://localhost:9999/callback', 'Spec App');
     const plain = text(await consentOf(client.client_id, client.redirect_uri, {}));
     expect(plain).toContain('Spec App wants to read your profile: your username your e-mail address your full name');
-    expect(plain).not.toContain('registered itself');
-    expect(plain).not.toContain('answer is sent');
+    expect(plain).toContain('This application registered itself with this service: its name is its own, checked by no one.');
+    expect(plain).toContain('Your answer is sent to localhost:9999.');
 
     const both = text(await consentOf(client.client_id, client.redirect_uri, { resource: TOOLS, scope: 'openid tools:call' }));
     expect(both).toContain('Spec App wants to read your profile:');
     expect(both).toContain(`Example <tools> ( ${TOOLS} ), too: tools:call`);
+  });
+
+  test('an operator\'s client: no note, but still where the answer goes', async () => {
+    const { client } = await t.app.clients.register({ clientName: 'Payroll', redirectUri: 'https://payroll.example/cb' }, undefined, 'operator');
+    const html = await consentOf(client.clientId, client.redirectUri, {});
+    expect(html).not.toContain('id="self_registered"');
+    const page = text(html);
+    expect(page).toContain('Payroll wants to read your profile:');
+    expect(page).toContain('Your answer is sent to payroll.example.');
   });
 });

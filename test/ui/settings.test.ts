@@ -255,7 +255,7 @@ describe('signed in', () => {
     expect((await signIn(fresh, { ...client, client_secret: newSecret })).status).toBe(200);
   });
 
-  test('rotating with a grace: the old secret works everywhere a client authenticates until the time shown, then ends early with the button', async () => {
+  test('rotating with a grace: the old secret works where the client uses OAuth until the time shown, never to manage the client, then ends early with the button', async () => {
     const user = await createUser(t);
     const client = await registerClient(t);
     const browser = new Browser(t.baseUrl);
@@ -273,12 +273,17 @@ describe('signed in', () => {
     const audited = await t.app.db.prisma.auditEvent.findFirstOrThrow({ where: { clientId: client.client_id, event: 'client.secret_rotated' } });
     expect(audited.detail).toEqual({ client_name: 'Test App', grace: '1h', previous_secret_expires_at: until });
 
-    // The old secret still works: token endpoint, settings sign-in, webhooks API; so does the new one.
+    // The old secret still works at the token endpoint; so does the new one. Managing the client
+    // (settings sign-in, webhooks API) takes the new one only: the old one is refused as a wrong one.
     const code = () => new Browser(t.baseUrl).authorize(client, user).then((url) => url.searchParams.get('code')!);
     expect((await tokenRequest(t, { code: await code(), client_id: client.client_id, client_secret: client.client_secret })).status).toBe(200);
     expect((await tokenRequest(t, { code: await code(), client_id: client.client_id, client_secret: newSecret })).status).toBe(200);
-    expect((await signIn(new Browser(t.baseUrl), client)).status).toBe(200);
-    expect((await webhooksApi(t.baseUrl, client)).status).toBe(200);
+    const refused = await signIn(new Browser(t.baseUrl), client);
+    expect(refused.status).toBe(401);
+    expect(refused.body).toContain('Unknown client_id or wrong client_secret.');
+    expect((await signIn(new Browser(t.baseUrl), { ...client, client_secret: newSecret })).status).toBe(200);
+    expectErrorResponse(await webhooksApi(t.baseUrl, client), 401, 'invalid_client');
+    expect((await webhooksApi(t.baseUrl, { ...client, client_secret: newSecret })).status).toBe(200);
 
     // Ended early: the old secret is refused at once, the new one still works; the page says so.
     page = await post(browser, await browser.request('/api/settings.php'), 'end_previous_secret');

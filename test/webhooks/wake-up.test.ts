@@ -20,8 +20,9 @@ import type { StoreKind, TestStore } from '../helpers/databases.js';
 import { startReceiver } from '../helpers/receiver.js';
 import type { Receiver } from '../helpers/receiver.js';
 import { createWriteSender } from '../../src/store/write-sender.js';
+import { testPolicy } from '../helpers/outbound.js';
 
-const POLICY = { httpsOnly: false, allowPrivate: true };
+const POLICY = testPolicy();
 
 describe.each<StoreKind>(['postgres', 'embedded'])('worker wake-up (%s)', (kind) => {
   let store: TestStore;

@@ -88,6 +88,28 @@ describe('create, list, read, delete', () => {
     expect(enabled.body).toMatchObject({ enabled: true, disabled_reason: null });
   });
 
+  test('a POST that is not JSON changes nothing, with a body or without: what a cross-site page could send with credentials the browser kept', async () => {
+    const { body } = await webhooksApi(t.baseUrl, client, { json: { url: HOOK, events: ['webhook.test'] } });
+    const id = String(body.id);
+    const auth = `Basic ${Buffer.from(`${client.client_id}:${client.client_secret}`).toString('base64')}`;
+    for (const [action, headers, sent] of [
+      ['disable', {}, undefined], // a body-less POST: no Content-Type at all
+      ['rotate_secret', { 'content-type': 'application/x-www-form-urlencoded' }, 'grace=0'],
+      ['disable', { 'content-type': 'text/plain' }, ''],
+      ['test', { 'content-type': 'multipart/form-data; boundary=x' }, '--x--'],
+    ] as const) {
+      const res = await fetch(`${t.baseUrl}/api/webhooks.php?id=${id}&action=${action}`, { method: 'POST', headers: { authorization: auth, ...headers }, body: sent });
+      expect(res.status).toBe(400);
+      expect(await res.json()).toEqual({ error: 'invalid_request', error_description: expect.stringContaining('application/json') });
+      expect(res.headers.get('access-control-allow-origin')).toBeNull();
+    }
+    const after = await webhooksApi(t.baseUrl, client, { query: { id } });
+    expect(after.body).toMatchObject({ enabled: true, previous_secret_expires_at: null });
+    expect((await webhooksApi(t.baseUrl, client, { query: { id, action: 'deliveries' } })).body.deliveries).toEqual([]);
+    // The same actions as JSON, without a body: done.
+    expect((await webhooksApi(t.baseUrl, client, { method: 'POST', query: { id, action: 'disable' } })).body).toMatchObject({ enabled: false });
+  });
+
   test('the delivery log of an endpoint, newest first', async () => {
     const { body } = await webhooksApi(t.baseUrl, client, { json: { url: HOOK, events: ['webhook.test'] } });
     const id = String(body.id);

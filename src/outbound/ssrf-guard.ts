@@ -1,27 +1,38 @@
 // Kept over request-filtering-agent: allowing private networks there allows link-local and metadata too, and its deny list misses their IPv6 spellings (::ffff:169.254.169.254).
 /**
- * Where webhooks may be sent. A webhook URL is chosen by a client but fetched from inside our
- * network, so addresses that reach our own infrastructure are refused: loopback, private,
- * shared (100.64/10) and other non-public ranges unless `WEBHOOK_ALLOW_PRIVATE_NETWORKS=true`;
- * link-local and cloud-metadata addresses always. Each IPv6 spelling that embeds an IPv4
- * address (mapped, SIIT, compatible, NAT64, 6to4) is judged by that IPv4 address. URLs are checked
- * when registered (their DNS answers included) and again at connect time through the
- * socket's `lookup`, so a name that later resolves elsewhere (DNS rebinding) is refused too.
+ * Where the service's own requests may go (webhook deliveries, Client ID Metadata Documents). A
+ * URL chosen by a client is fetched from inside our network, so addresses that reach our own
+ * infrastructure are refused: loopback, private, shared (100.64/10), local-use NAT64 and other
+ * non-public ranges unless private networks are allowed (`WEBHOOK_ALLOW_PRIVATE_NETWORKS`,
+ * `CLIENT_METADATA_ALLOW_PRIVATE_NETWORKS`); link-local and cloud-metadata addresses always.
+ * Each IPv6 spelling that embeds an IPv4 address (mapped, SIIT, compatible, NAT64, 6to4) is
+ * judged by that IPv4 address. URLs are checked when registered (their DNS answers included) and
+ * again at connect time through the socket's `lookup`, so a name that later resolves elsewhere
+ * (DNS rebinding) is refused too. Names are looked up by the policy's bounded lookup
+ * (host-lookup.ts). A refusal says "destination not allowed" and which rule, never the address a
+ * name resolved to: that would map our internal names for any client.
  *
  * @see https://cheatsheetseries.owasp.org/cheatsheets/Server_Side_Request_Forgery_Prevention_Cheat_Sheet.html
  */
-import dns from 'node:dns';
 import type { LookupAddress, LookupOptions } from 'node:dns';
 import net from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { parseAddress } from '../http/ip-address.js';
+import type { HostLookup } from './host-lookup.js';
 
 export interface NetworkPolicy {
   /** Only https URLs (production). */
   readonly httpsOnly: boolean;
   /** Loopback, private and shared ranges are allowed (development, tests). */
   readonly allowPrivate: boolean;
+  /** How names are looked up: bounded, each use its own (host-lookup.ts). */
+  readonly lookup: HostLookup;
+  /** Told of each name refused for what it resolved to, with the address (for the log: a refusal itself never names it). */
+  readonly onRefused?: (refusal: { host: string; address: string; rule: string }) => void;
 }
+
+/** What a URL or connection check needs of a policy (no lookup). */
+export type AddressPolicy = Pick<NetworkPolicy, 'httpsOnly' | 'allowPrivate'>;
 
 export type AddressClass = 'public' | 'private' | 'forbidden';
 
@@ -52,6 +63,7 @@ const RANGES = {
     cidr('198.18.0.0/15'), // benchmarking
     cidr('::1/128'), // loopback
     cidr('fc00::/7'), // unique local
+    cidr('64:ff9b:1::/48'), // local-use NAT64 (RFC 8215): translated to addresses of the operator's choosing
     cidr('fec0::/10'), // site-local (deprecated)
   ],
 };
@@ -82,27 +94,46 @@ export function classifyAddress(address: string): AddressClass {
   return ipaddr.subnetMatch(judged, RANGES, 'public') as AddressClass;
 }
 
-/** Why `address` may not be contacted under `policy`, or undefined when it may. */
-export function addressProblem(address: string, policy: NetworkPolicy): string | undefined {
+/** The rule a refused address breaks, in words without the address. */
+const RULES = {
+  forbidden: 'a link-local, metadata or reserved address',
+  private: 'a loopback, private or shared address',
+} as const;
+
+/** Which rule refuses `address` under `policy`, or undefined when it may be contacted. */
+function addressRule(address: string, policy: AddressPolicy): string | undefined {
   const kind = classifyAddress(address);
-  if (kind === 'forbidden') return `${address} is a link-local, metadata or reserved address`;
-  if (kind === 'private' && !policy.allowPrivate) return `${address} is a loopback, private or shared address`;
+  if (kind === 'forbidden') return RULES.forbidden;
+  if (kind === 'private' && !policy.allowPrivate) return RULES.private;
   return undefined;
 }
 
-/** Why a DNS answer may not be contacted: the first refused address of all of them. */
-function answersProblem(answers: LookupAddress[], policy: NetworkPolicy): string | undefined {
+/** Why `address` (an IP literal the client wrote) may not be contacted under `policy`, or undefined when it may. */
+export function addressProblem(address: string, policy: AddressPolicy): string | undefined {
+  const rule = addressRule(address, policy);
+  return rule && `destination not allowed: ${address} is ${rule}`;
+}
+
+/** Why a DNS answer may not be contacted: the rule the first refused address breaks, and that address (for the log only). */
+function answersProblem(answers: LookupAddress[], policy: AddressPolicy): { rule: string; address: string } | undefined {
   for (const { address } of answers) {
-    const problem = addressProblem(address, policy);
-    if (problem) return problem;
+    const rule = addressRule(address, policy);
+    if (rule) return { rule, address };
   }
   return undefined;
 }
 
+/** A destination the policy refuses; `message` names the rule, `resolved` the address (for logs, never for clients). */
 export class RefusedDestinationError extends Error {
   override name = 'RefusedDestinationError';
-  readonly code = 'ERR_WEBHOOK_DESTINATION_REFUSED';
+  readonly code = 'ERR_DESTINATION_REFUSED';
+  constructor(message: string, readonly resolved?: string) {
+    super(message);
+  }
 }
+
+/** The refusal of a name whose answer breaks `rule`: the name and the rule, not the address. */
+const refusedName = (hostname: string, rule: string) => `destination not allowed: ${hostname} resolves to ${rule}`;
 
 /** The URL's host as an IP literal (brackets removed), or undefined for a name. */
 export function ipLiteral(url: URL): string | undefined {
@@ -111,7 +142,7 @@ export function ipLiteral(url: URL): string | undefined {
 }
 
 /** Checks what can be checked without DNS: scheme, credentials, an IP literal's range. */
-export function urlProblem(raw: string, policy: NetworkPolicy): string | undefined {
+export function urlProblem(raw: string, policy: AddressPolicy): string | undefined {
   if (raw.length > 2000) return 'url must be at most 2000 characters';
   let url: URL;
   try {
@@ -125,36 +156,21 @@ export function urlProblem(raw: string, policy: NetworkPolicy): string | undefin
   if (url.username || url.password) return 'url must not contain credentials';
   if (url.hash || raw.includes('#')) return 'url must not contain a fragment';
   const literal = ipLiteral(url);
-  const problem = literal && addressProblem(literal, policy);
-  return problem ? `url is refused: ${problem}` : undefined;
-}
-
-let lookups: Promise<unknown> = Promise.resolve();
-
-/**
- * Every address of `hostname`, one lookup at a time. `dns.lookup` (the system's resolver, as
- * connections use) holds a thread of libuv's pool until the resolver answers or gives up,
- * seconds when it does not answer, and that pool also runs the argon2id hashes of sign-ins
- * (2 threads on 2 cores, `src/launch.cts`). Queued here, webhook lookups never hold more than
- * one of its threads, however many deliveries and registrations wait on a hung resolver.
- */
-function lookupAll(hostname: string, options: LookupOptions = {}): Promise<LookupAddress[]> {
-  const answers = lookups.then(() => dns.promises.lookup(hostname, { ...options, all: true }));
-  lookups = answers.catch(() => undefined);
-  return answers;
+  return literal && addressProblem(literal, policy);
 }
 
 /** Resolves `hostname` as a connection would and checks every answer. */
 export async function resolveProblem(hostname: string, policy: NetworkPolicy): Promise<string | undefined> {
   let answers: LookupAddress[];
   try {
-    answers = await lookupAll(hostname, { verbatim: true });
-  } catch {
-    return `url host ${hostname} cannot be resolved`;
+    answers = await policy.lookup(hostname);
+  } catch (error) {
+    return (error as { code?: unknown }).code === 'ENOTFOUND' ? `url host ${hostname} cannot be resolved` : `url host ${hostname} could not be resolved in time; try again`;
   }
-  if (answers.length === 0) return `url host ${hostname} cannot be resolved`;
   const problem = answersProblem(answers, policy);
-  return problem && `url is refused: ${hostname} resolves to ${problem}`;
+  if (!problem) return undefined;
+  policy.onRefused?.({ host: hostname, ...problem });
+  return refusedName(hostname, problem.rule);
 }
 
 /** Full check at registration: syntax, IP literal, DNS. */
@@ -169,13 +185,17 @@ type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | Lo
 
 /**
  * A `lookup` for http.request that refuses any answer outside `policy` (connect-time check;
- * IP literals never reach it, so callers check those with {@link addressProblem}).
+ * IP literals never reach it, so callers check those with {@link addressProblem}). `signal` is the
+ * request's: when it gives up, so does its lookup.
  */
-export function guardedLookup(policy: NetworkPolicy) {
+export function guardedLookup(policy: NetworkPolicy, signal?: AbortSignal) {
   return (hostname: string, options: LookupOptions, callback: LookupCallback): void => {
-    lookupAll(hostname, options).then((answers) => {
+    policy.lookup(hostname, { family: typeof options.family === 'number' ? options.family : undefined, signal }).then((answers) => {
       const problem = answersProblem(answers, policy);
-      if (problem) return callback(new RefusedDestinationError(`${hostname} resolves to ${problem}`), []);
+      if (problem) {
+        policy.onRefused?.({ host: hostname, ...problem });
+        return callback(new RefusedDestinationError(refusedName(hostname, problem.rule), problem.address), []);
+      }
       if (options.all) return callback(null, answers);
       const first = answers[0];
       if (!first) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), []);
