@@ -1,0 +1,389 @@
+/**
+ * Who may do what: the table in docs/security.md, walked cell by cell against the running service
+ * (the built service in its own process, so that it trusts the metadata documents' private CA as
+ * operators make it: NODE_EXTRA_CA_CERTS), on PostgreSQL + Redis and on the embedded database.
+ *
+ * Every surface that takes a credential (rows) is tried by every kind of principal (columns) with
+ * every credential (current secret, previous in grace, previous ended, empty, wrong, another
+ * client's, the decoy text old builds compared public clients with, a token from another client),
+ * and each answer must be the one the page states. A row, column or credential the page lacks,
+ * or one the walk does not know, fails the test: the two cannot drift apart.
+ *
+ * `PRINT_ACCESS_TABLE=1` prints what the service answered, cell by cell, in the page's grammar.
+ */
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { CREDENTIALS, readAccessTable } from '../helpers/access-table.js';
+import type { Credential } from '../helpers/access-table.js';
+import { Browser } from '../helpers/browser.js';
+import { buildDist } from '../helpers/build.js';
+import { expectSuccess, runCli } from '../helpers/cli.js';
+import { startDocumentServer } from '../helpers/document-server.js';
+import type { DocumentServer } from '../helpers/document-server.js';
+import { startInstance, stopInstance, TEST_KEYS_ENCRYPTION_KEY } from '../helpers/instance.js';
+import type { Instance } from '../helpers/instance.js';
+import { pkcePair, pkceParams } from '../helpers/pkce.js';
+import { createTestDatabase, deleteRedisKeys, dropDatabase, REDIS_URL, tempDataDir, testRedisPrefix } from '../helpers/services.js';
+import type { TestDatabase } from '../helpers/services.js';
+import { postSettingsForm, signInOnSettingsPage } from '../helpers/settings-page.js';
+import { UNLIMITED } from '../helpers/test-app.js';
+import { describeWithOpenssl, makeCertificates } from '../helpers/tls.js';
+import type { Certificates } from '../helpers/tls.js';
+
+/** What builds before this one compared a public client's presented secret with. */
+const OLD_DECOY = 'decoy: no client has this secret';
+const INITIAL_ACCESS_TOKEN = `iat-${randomBytes(16).toString('hex')}`;
+const REDIRECT = 'http://127.0.0.1:9999/callback';
+const GRANTS = ['authorization_code', 'refresh_token'];
+const NATIVE_REDIRECT = 'http://127.0.0.1/callback';
+const USER = { username: `owner${randomBytes(3).toString('hex')}`, password: 'correct horse battery' };
+
+const KINDS = ['spec client', 'RFC 7591 confidential', 'public web', 'public native', 'metadata document', 'unknown id', 'deleted client', 'user'] as const;
+type Kind = (typeof KINDS)[number];
+
+interface Principal {
+  readonly kind: Kind;
+  readonly clientId: string;
+  /** Its secrets: current, the previous one in its grace, one replaced with no grace. None for a public client. */
+  readonly secrets: Partial<Record<'current' | 'grace' | 'ended', string>>;
+  readonly isPublic: boolean;
+  readonly redirectUri: string;
+  /** Whether it can still be sent through the authorization endpoint. */
+  readonly authorizes: boolean;
+  /** An access token it got before it was deleted (the deleted client's). */
+  staleAccessToken?: string;
+}
+
+interface World {
+  baseUrl: string;
+  principals: Map<Kind, Principal>;
+  browser: Browser;
+  close(): Promise<void>;
+}
+
+/** A credential as sent: a value, sent without one (a public client's own way), or impossible to form. */
+type Presented = { value: string } | 'none' | 'n/a';
+
+function registration(kind: Kind): Record<string, unknown> | undefined {
+  switch (kind) {
+    case 'spec client': return { client_name: 'Spec Client', redirect_uri: REDIRECT };
+    case 'RFC 7591 confidential': return { client_name: 'Confidential', redirect_uris: [REDIRECT], token_endpoint_auth_method: 'client_secret_post', grant_types: GRANTS };
+    case 'public web': return { client_name: 'Public Web', redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none', application_type: 'web', grant_types: GRANTS };
+    case 'public native': return { client_name: 'Public Native', redirect_uris: [NATIVE_REDIRECT], token_endpoint_auth_method: 'none', application_type: 'native', grant_types: GRANTS };
+    default: return undefined;
+  }
+}
+
+async function register(baseUrl: string, body: Record<string, unknown>, bearer = INITIAL_ACCESS_TOKEN): Promise<{ client_id: string; client_secret?: string }> {
+  const res = await fetch(`${baseUrl}/api/register.php`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${bearer}` }, body: JSON.stringify(body) });
+  if (res.status !== 201) throw new Error(`registration failed: ${res.status} ${await res.text()}`);
+  return res.json() as Promise<{ client_id: string; client_secret?: string }>;
+}
+
+/** Rotates a confidential client twice on its settings page: the first secret ends at once, the second works for an hour beside the third. */
+async function rotated(baseUrl: string, clientId: string, first: string): Promise<Principal['secrets']> {
+  const browser = new Browser(baseUrl);
+  let page = await signInOnSettingsPage(browser, { client_id: clientId, client_secret: first });
+  page = await postSettingsForm(browser, page, 'rotate_secret', { grace: '0' });
+  const second = /id="new_client_secret"[^>]*>([^<]*)</.exec(page.body)![1]!;
+  page = await postSettingsForm(browser, page, 'rotate_secret', { grace: '1h' });
+  const third = /id="new_client_secret"[^>]*>([^<]*)</.exec(page.body)![1]!;
+  return { ended: first, grace: second, current: third };
+}
+
+async function startWorld(mode: 'postgres' | 'embedded', tls: Certificates, docs: DocumentServer): Promise<World> {
+  await buildDist();
+  const dataDir = tempDataDir('who-may');
+  let database: TestDatabase | undefined;
+  const prefix = testRedisPrefix();
+  const store: Record<string, string> = mode === 'postgres'
+    ? { DATABASE_URL: (database = await createTestDatabase()).url, REDIS_URL, REDIS_KEY_PREFIX: prefix }
+    : { DATA_DIR: dataDir };
+  const env = {
+    ...store, ...UNLIMITED, NODE_EXTRA_CA_CERTS: tls.caFile, CLIENT_METADATA_ALLOW_PRIVATE_NETWORKS: 'true',
+    REGISTRATION_INITIAL_ACCESS_TOKEN: INITIAL_ACCESS_TOKEN, KEYS_ENCRYPTION_KEY: TEST_KEYS_ENCRYPTION_KEY,
+  };
+  const cli = (args: string[], input?: string) => runCli(args, { ...store, KEYS_ENCRYPTION_KEY: TEST_KEYS_ENCRYPTION_KEY }, input === undefined ? {} : { input });
+  expectSuccess(await cli(['user:create', '--username', USER.username, '--email', 'owner@example.com', '--full-name', 'Owner', '--password-stdin'], USER.password));
+  let instance: Instance = await startInstance(env, { dataDir });
+  const { baseUrl } = instance;
+
+  const principals = new Map<Kind, Principal>();
+  for (const kind of ['spec client', 'RFC 7591 confidential', 'public web', 'public native', 'deleted client'] as const) {
+    const registered = await register(baseUrl, registration(kind === 'deleted client' ? 'spec client' : kind)!);
+    const isPublic = registered.client_secret === undefined;
+    principals.set(kind, {
+      kind, clientId: registered.client_id, isPublic, authorizes: true,
+      redirectUri: kind === 'public native' ? NATIVE_REDIRECT : REDIRECT,
+      secrets: isPublic ? {} : await rotated(baseUrl, registered.client_id, registered.client_secret!),
+    });
+  }
+  const documentUrl = docs.url(`/who-may-${mode}.json`);
+  docs.route(`/who-may-${mode}.json`, {
+    body: { client_id: documentUrl, client_name: 'Document Client', redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none', grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'] },
+    headers: { 'cache-control': 'max-age=600' },
+  });
+  principals.set('metadata document', { kind: 'metadata document', clientId: documentUrl, secrets: {}, isPublic: true, authorizes: true, redirectUri: REDIRECT });
+  principals.set('unknown id', { kind: 'unknown id', clientId: randomBytes(16).toString('base64url'), secrets: {}, isPublic: false, authorizes: false, redirectUri: REDIRECT });
+  principals.set('user', { kind: 'user', clientId: USER.username, secrets: { current: USER.password }, isPublic: false, authorizes: false, redirectUri: REDIRECT });
+
+  const browser = new Browser(baseUrl);
+  const world: World = { baseUrl, principals, browser, close: async () => {} };
+  // Signed in and consented once per client, one at a time: every later code is a silent redirect.
+  for (const p of principals.values()) if (p.authorizes) await code(world, p);
+  // The deleted client held a token when an operator deleted it (the server stopped: the embedded database has one owner).
+  const deleted = principals.get('deleted client')!;
+  deleted.staleAccessToken = (await tokens(world, deleted)).access_token;
+  await stopInstance(instance, { keepData: true });
+  expectSuccess(await cli(['clients:delete', deleted.clientId]));
+  principals.set('deleted client', { ...deleted, authorizes: false });
+  instance = await startInstance(env, { dataDir, port: instance.port });
+  world.close = async () => {
+    await stopInstance(instance);
+    await database?.drop();
+    if (mode === 'postgres') await deleteRedisKeys(prefix);
+  };
+  return world;
+}
+
+/** One browser walks one authorization at a time (a native client is asked for consent each time, and one interaction at a time is a browser's). */
+let authorizing: Promise<unknown> = Promise.resolve();
+
+/** A fresh code for `p` (and its PKCE verifier, for a public client). */
+function code(world: World, p: Principal): Promise<{ code: string; verifier?: string }> {
+  const next = authorizing.then(() => authorize(world, p));
+  authorizing = next.catch(() => undefined);
+  return next;
+}
+
+async function authorize(world: World, p: Principal): Promise<{ code: string; verifier?: string }> {
+  const pkce = p.isPublic ? pkcePair() : undefined;
+  const redirect = await world.browser.authorize({ client_id: p.clientId, client_secret: '', redirect_uri: p.redirectUri }, USER, pkce ? pkceParams(pkce) : {});
+  const value = redirect.searchParams.get('code');
+  if (!value) throw new Error(`no code for ${p.kind}: ${redirect}`);
+  return { code: value, ...(pkce ? { verifier: pkce.verifier } : {}) };
+}
+
+async function post(world: World, path: string, form: Record<string, string>, headers: Record<string, string> = {}) {
+  return fetch(`${world.baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, body: new URLSearchParams(form), redirect: 'manual' });
+}
+
+/** Fresh tokens of `p`, got its own proper way. */
+async function tokens(world: World, p: Principal): Promise<{ access_token: string; refresh_token: string }> {
+  const got = await code(world, p);
+  const form: Record<string, string> = { grant_type: 'authorization_code', code: got.code, client_id: p.clientId, redirect_uri: p.redirectUri };
+  if (got.verifier) form.code_verifier = got.verifier;
+  else form.client_secret = p.secrets.current!;
+  const res = await post(world, '/api/token.php', form);
+  if (res.status !== 200) throw new Error(`exchange for ${p.kind}: ${res.status} ${await res.text()}`);
+  return res.json() as Promise<{ access_token: string; refresh_token: string }>;
+}
+
+/** The client whose codes and tokens are "another client's" for `p`, and whose secret is "another client's secret". */
+const otherOf = (world: World, p: Principal) => world.principals.get(p.kind === 'spec client' ? 'RFC 7591 confidential' : 'spec client')!;
+
+/** The secret `p` presents as `credential` (for `foreign`: its own current way; the token is another's). */
+function secretOf(world: World, p: Principal, credential: Credential): Presented {
+  switch (credential) {
+    case 'current':
+    case 'foreign':
+      if (p.kind === 'unknown id') return credential === 'current' ? 'n/a' : { value: randomBytes(32).toString('base64url') };
+      return p.isPublic ? 'none' : { value: p.secrets.current! };
+    case 'grace':
+    case 'ended': {
+      const value = p.secrets[credential];
+      return value === undefined ? 'n/a' : { value };
+    }
+    case 'empty': return { value: '' };
+    case 'wrong': return { value: randomBytes(32).toString('base64url') };
+    case 'other': return { value: otherOf(world, p).secrets.current! };
+    case 'decoy': return { value: OLD_DECOY };
+  }
+}
+
+/** An answer as the table writes it: the status, and the error code or introspection's activity when JSON says one. */
+async function answerOf(res: Response): Promise<string> {
+  const text = await res.text();
+  if (!(res.headers.get('content-type') ?? '').startsWith('application/json') || text === '') return String(res.status);
+  const body = JSON.parse(text) as { error?: string; active?: boolean };
+  if (body.error) return `${res.status} ${body.error}`;
+  if (typeof body.active === 'boolean') return `${res.status} ${body.active ? 'active' : 'inactive'}`;
+  return String(res.status);
+}
+
+/** Client credentials in a form: none for a public client's own way. */
+function clientForm(p: Principal, secret: Presented): Record<string, string> {
+  return { client_id: p.clientId, ...(secret === 'none' || secret === 'n/a' ? {} : { client_secret: secret.value }) };
+}
+
+type Attempt = (world: World, p: Principal, credential: Credential) => Promise<string>;
+
+/** The surfaces that take a credential, as the table's rows name them. */
+const SURFACES: Record<string, Attempt> = {
+  async 'token (code)'(world, p, credential) {
+    const secret = secretOf(world, p, credential);
+    if (secret === 'n/a') return 'n/a';
+    const own = p.authorizes && credential !== 'foreign';
+    const got = own ? await code(world, p) : await code(world, otherOf(world, p));
+    const form: Record<string, string> = { grant_type: 'authorization_code', code: got.code, redirect_uri: p.redirectUri, ...clientForm(p, secret) };
+    if (p.isPublic) form.code_verifier = got.verifier ?? pkcePair().verifier;
+    return answerOf(await post(world, '/api/token.php', form));
+  },
+  async 'token (refresh)'(world, p, credential) {
+    const secret = secretOf(world, p, credential);
+    if (secret === 'n/a') return 'n/a';
+    const own = p.authorizes && credential !== 'foreign';
+    const { refresh_token: refreshToken } = await tokens(world, own ? p : otherOf(world, p));
+    return answerOf(await post(world, '/api/token.php', { grant_type: 'refresh_token', refresh_token: refreshToken, ...clientForm(p, secret) }));
+  },
+  async revocation(world, p, credential) {
+    const secret = secretOf(world, p, credential);
+    if (secret === 'n/a') return 'n/a';
+    const token = p.authorizes && credential !== 'foreign' ? (await tokens(world, p)).access_token : p.staleAccessToken ?? (await tokens(world, otherOf(world, p))).access_token;
+    return answerOf(await post(world, '/api/revoke.php', { token, ...clientForm(p, secret) }));
+  },
+  async introspection(world, p, credential) {
+    const secret = secretOf(world, p, credential);
+    if (secret === 'n/a') return 'n/a';
+    const token = p.authorizes && credential !== 'foreign' ? (await tokens(world, p)).access_token : p.staleAccessToken ?? (await tokens(world, otherOf(world, p))).access_token;
+    return answerOf(await post(world, '/api/introspect.php', { token, ...clientForm(p, secret) }));
+  },
+  async userinfo(world, p, credential) {
+    // The credential here is a bearer token: the principal's own (current), another client's
+    // (foreign), or a secret presented as if it were one.
+    let bearer: string | undefined;
+    if (credential === 'current') {
+      if (p.authorizes) bearer = (await tokens(world, p)).access_token;
+      else if (p.staleAccessToken) bearer = p.staleAccessToken;
+      else return 'n/a';
+    } else if (credential === 'foreign') {
+      bearer = (await tokens(world, otherOf(world, p))).access_token;
+    } else {
+      const secret = secretOf(world, p, credential);
+      if (secret === 'n/a') return 'n/a';
+      bearer = secret === 'none' ? undefined : secret.value || undefined;
+    }
+    return answerOf(await fetch(`${world.baseUrl}/api/userinfo.php`, { headers: bearer === undefined ? {} : { authorization: `Bearer ${bearer}` } }));
+  },
+  async 'settings sign-in'(world, p, credential) {
+    const secret = credential === 'foreign' ? { value: (await tokens(world, otherOf(world, p))).access_token } : secretOf(world, p, credential);
+    if (secret === 'n/a') return 'n/a';
+    return formPost(world, '/api/settings.php', '/api/settings.php?action=sign_in', { client_id: p.clientId, client_secret: secret === 'none' ? '' : secret.value });
+  },
+  async 'webhooks API'(world, p, credential) {
+    const secret = credential === 'foreign' ? { value: (await tokens(world, otherOf(world, p))).access_token } : secretOf(world, p, credential);
+    if (secret === 'n/a') return 'n/a';
+    const basic = Buffer.from(`${encodeURIComponent(p.clientId)}:${encodeURIComponent(secret === 'none' ? '' : secret.value)}`).toString('base64');
+    return answerOf(await fetch(`${world.baseUrl}/api/webhooks.php`, { headers: { authorization: `Basic ${basic}` } }));
+  },
+  'registration (locked)': (world, p, credential) => registrationAttempt(world, world.baseUrl, p, credential),
+  async 'registration page (locked)'(world, p, credential) {
+    if (p.kind !== 'spec client') return 'n/a';
+    const token = await registrationToken(world, p, credential);
+    if (token === 'n/a') return 'n/a';
+    return formPost(world, '/api/register.php', '/api/register.php', { client_name: 'Form Client', redirect_uri: REDIRECT, initial_access_token: token ?? '' });
+  },
+  async 'applications sign-in'(world, p, credential) {
+    const secret = credential === 'foreign' ? { value: (await tokens(world, otherOf(world, p))).access_token } : secretOf(world, p, credential);
+    if (secret === 'n/a') return 'n/a';
+    return formPost(world, '/api/applications.php', '/api/applications.php', { action: 'sign_in', username: p.clientId, password: secret === 'none' ? '' : secret.value });
+  },
+};
+
+/** A page's form posted as a browser does (its anti-forgery token from the page): the status of the answer itself. */
+async function formPost(world: World, pagePath: string, action: string, fields: Record<string, string>): Promise<string> {
+  const browser = new Browser(world.baseUrl);
+  const page = await browser.request(pagePath);
+  const csrf = /name="_csrf" value="([^"]*)"/.exec(page.body)![1]!;
+  return String((await browser.request(action, { form: { _csrf: csrf, ...fields } })).status);
+}
+
+/** The Bearer a registration presents as `credential`: the initial access token (current), none (empty), or something else. */
+async function registrationToken(world: World, p: Principal, credential: Credential): Promise<string | undefined | 'n/a'> {
+  switch (credential) {
+    case 'current': return INITIAL_ACCESS_TOKEN;
+    case 'grace': case 'ended': return 'n/a';
+    case 'empty': return undefined;
+    case 'wrong': return randomBytes(16).toString('hex');
+    case 'other': return otherOf(world, p).secrets.current!;
+    case 'decoy': return OLD_DECOY;
+    case 'foreign': return (await tokens(world, otherOf(world, p))).access_token;
+  }
+}
+
+async function registrationAttempt(world: World, baseUrl: string, p: Principal, credential: Credential): Promise<string> {
+  const body = registration(p.kind);
+  if (!body) return 'n/a';
+  const token = await registrationToken(world, p, credential);
+  if (token === 'n/a') return 'n/a';
+  const res = await fetch(`${baseUrl}/api/register.php`, {
+    method: 'POST', headers: { 'content-type': 'application/json', ...(token === undefined ? {} : { authorization: `Bearer ${token}` }) }, body: JSON.stringify(body),
+  });
+  return answerOf(res);
+}
+
+/** Runs `work` over `items`, `width` at a time. */
+async function pooled<T>(items: T[], width: number, work: (item: T) => Promise<void>) {
+  const queue = [...items];
+  await Promise.all(Array.from({ length: width }, async () => {
+    for (let item = queue.shift(); item !== undefined; item = queue.shift()) await work(item);
+  }));
+}
+
+const table = readAccessTable();
+
+test('the table names the surfaces and principals the walk knows, and no others', () => {
+  expect([...table.rows].sort()).toEqual([...Object.keys(SURFACES), 'registration (open)'].sort());
+  expect(table.columns).toEqual([...KINDS]);
+});
+
+describeWithOpenssl('who may do what, walked against the running service', () => {
+  let tls: Certificates;
+  let docs: DocumentServer;
+  beforeAll(async () => {
+    tls = makeCertificates();
+    docs = await startDocumentServer(tls);
+  });
+  afterAll(async () => {
+    await docs?.close();
+    tls?.remove();
+  });
+
+  describe.each(['postgres', 'embedded'] as const)('%s', (mode) => {
+    let world: World;
+    beforeAll(async () => { world = await startWorld(mode, tls, docs); }, 240_000);
+    afterAll(async () => { await world?.close(); });
+
+    test.each(Object.keys(SURFACES))('%s: every principal, every credential', async (row) => {
+      const observed = new Map<string, string>();
+      const cells = KINDS.flatMap((kind) => CREDENTIALS.map((credential) => ({ kind, credential })));
+      // A revocation that succeeds ends its grant, and with it the codes the walk is redeeming: one at a time there.
+      await pooled(cells, row === 'revocation' ? 1 : 4, async ({ kind, credential }) => {
+        observed.set(`${kind}/${credential}`, await SURFACES[row]!(world, world.principals.get(kind)!, credential));
+      });
+      if (process.env.PRINT_ACCESS_TABLE) console.log(`${row}:\n${KINDS.map((kind) => `  ${kind}: ${CREDENTIALS.map((c) => `${c} → ${observed.get(`${kind}/${c}`)}`).join(' · ')}`).join('\n')}`);
+      const mismatches = cells.filter(({ kind, credential }) => observed.get(`${kind}/${credential}`) !== table.expected(row, kind, credential))
+        .map(({ kind, credential }) => `${kind} / ${credential}: the table says ${table.expected(row, kind, credential)}, the service answered ${observed.get(`${kind}/${credential}`)}`);
+      expect(mismatches).toEqual([]);
+    }, 120_000);
+
+    test('registration (open): every door registers without a token', async () => {
+      // A second service on its own data, with the lock off.
+      const store: Record<string, string> = mode === 'postgres' ? { DATABASE_URL: (await createTestDatabase()).url, REDIS_URL, REDIS_KEY_PREFIX: testRedisPrefix() } : {};
+      const open = await startInstance({ ...store, ...UNLIMITED, KEYS_ENCRYPTION_KEY: TEST_KEYS_ENCRYPTION_KEY });
+      try {
+        const mismatches: string[] = [];
+        for (const kind of KINDS) {
+          for (const credential of CREDENTIALS) {
+            const answer = await registrationAttempt(world, open.baseUrl, world.principals.get(kind)!, credential);
+            if (answer !== table.expected('registration (open)', kind, credential)) mismatches.push(`${kind} / ${credential}: the table says ${table.expected('registration (open)', kind, credential)}, the service answered ${answer}`);
+          }
+        }
+        expect(mismatches).toEqual([]);
+      } finally {
+        await stopInstance(open);
+        if (store.DATABASE_URL) await dropDatabase(store.DATABASE_URL);
+      }
+    }, 120_000);
+  });
+});
