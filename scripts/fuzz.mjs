@@ -6,8 +6,11 @@
  * Cases come from test/helpers/fuzz-cases.mjs (seeded: `--seed` names a run exactly), sent over
  * raw sockets so any bytes reach the server: broken percent-encoding and UTF-8, NUL bytes,
  * repeated and huge parameters and headers, wrong content types and encodings, odd
- * Authorization values and cookies, deeply nested and `__proto__` JSON, malformed HTTP; then
- * slow partial requests, which the server must close within its timeouts.
+ * Authorization values (Basic headers broken every way) and cookies, deeply nested and
+ * `__proto__` JSON, RFC 7591 bodies of every wrong shape, `resource` parameters, Client ID
+ * Metadata Documents of every wrong shape served over local https (with Debian's openssl; without
+ * it that part is skipped, saying so), malformed HTTP; then slow partial requests, which the
+ * server must close within its timeouts.
  *
  * Reports the status histogram, every 5xx, hang or internal in a body (stack frames, error
  * names, file paths, SQL, Prisma, "oops"), anything the service logged as unexpected, and its
@@ -15,8 +18,11 @@
  *
  * Usage: npm run fuzz [-- --count 20000 --seed 1 --concurrency 8 --embedded]
  */
+import { spawnSync } from 'node:child_process';
+import https from 'node:https';
 import { parseArgs } from 'node:util';
-import { generateCases, problemsOf, sendCase, sendSlowCase, slowCases } from '../test/helpers/fuzz-cases.mjs';
+import { makeCertificates } from '../test/helpers/certificates.mjs';
+import { generateCases, problemsOf, sendCase, sendSlowCase, slowCases, wrongDocuments } from '../test/helpers/fuzz-cases.mjs';
 import { build, startService } from './lib/started-service.mjs';
 
 const { values } = parseArgs({
@@ -35,8 +41,37 @@ const TIMEOUTS = { HTTP_HEADERS_TIMEOUT_MS: '2000', HTTP_REQUEST_TIMEOUT_MS: '50
 
 const mb = (bytes) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
 
+/** Metadata documents of every wrong shape, on local https with a throwaway CA the service trusts as operators make it. */
+async function startDocuments() {
+  if (spawnSync('openssl', ['version']).status !== 0) {
+    console.log('no openssl (apt-get install openssl): metadata documents are not fuzzed this run');
+    return undefined;
+  }
+  const tls = makeCertificates();
+  let routes = {};
+  const server = https.createServer({ key: tls.key, cert: tls.cert }, (req, res) => {
+    const route = routes[new URL(req.url ?? '/', 'https://127.0.0.1').pathname];
+    const answer = () => {
+      if (!route) return res.writeHead(404).end();
+      const body = Buffer.isBuffer(route.body) || typeof route.body === 'string' ? route.body : JSON.stringify(route.body);
+      res.writeHead(route.status ?? 200, { 'content-type': 'application/json', ...route.headers }).end(body);
+    };
+    if (route?.delayMs) setTimeout(answer, route.delayMs).unref();
+    else answer();
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const origin = `https://127.0.0.1:${server.address().port}`;
+  routes = wrongDocuments(origin);
+  return {
+    urls: Object.keys(routes).map((path) => `${origin}${path}`),
+    env: { NODE_EXTRA_CA_CERTS: tls.caFile, CLIENT_METADATA_ALLOW_PRIVATE_NETWORKS: 'true', CLIENT_METADATA_TIMEOUT_MS: '1500', CLIENT_METADATA_CACHE_MIN_SECONDS: '0' },
+    close: () => { server.closeAllConnections(); server.close(); tls.remove(); },
+  };
+}
+
 if (!values['no-build']) await build();
-const service = await startService({ embedded: values.embedded, env: { ...TIMEOUTS, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' } });
+const documents = await startDocuments();
+const service = await startService({ embedded: values.embedded, env: { ...TIMEOUTS, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', ...documents?.env } });
 let exitCode = 0;
 try {
   // Context, so cases reach past "unknown client": a client, a pending login, a webhook.
@@ -47,9 +82,9 @@ try {
   const basic = `Basic ${Buffer.from(`${client.client_id}:${client.client_secret}`).toString('base64')}`;
   const hook = await fetch(`${service.baseUrl}/api/webhooks.php`, { method: 'POST', headers: { authorization: basic, 'content-type': 'application/json' }, body: JSON.stringify({ url: 'http://127.0.0.1:9/hook', events: ['token.issued'] }) });
   const webhookId = hook.status === 201 ? (await hook.json()).id : undefined;
-  const context = { client, interaction: uid ? { uid, cookie } : undefined, webhookId };
+  const context = { client, interaction: uid ? { uid, cookie } : undefined, webhookId, documents: documents?.urls };
   console.log(`fuzz: ${COUNT} cases, seed ${SEED}, ${values.concurrency} connections at a time, against ${values.embedded ? 'embedded PGlite' : 'PostgreSQL + Redis'} (pid ${service.pid})`);
-  console.log(`context: client ${client.client_id}, interaction ${uid ?? 'none'}, webhook ${webhookId ?? 'none'}`);
+  console.log(`context: client ${client.client_id}, interaction ${uid ?? 'none'}, webhook ${webhookId ?? 'none'}, metadata documents ${documents?.urls.length ?? 'none'}`);
 
   const rssBefore = service.rss();
   const statuses = new Map();
@@ -68,7 +103,7 @@ try {
       if (response.ms > slowest.ms) slowest = { ms: response.ms, name: c.name };
       const found = problemsOf(c, response, service.baseUrl);
       // A logged unexpected error names the cases in flight when it appeared (exact at --concurrency 1).
-      const logged = (service.output().match(/ failed:/g) ?? []).length;
+      const logged = (service.output().match(/ failed:|"level":50/g) ?? []).length;
       if (logged > loggedSoFar) { loggedSoFar = logged; found.push('the service logged an unexpected error'); }
       if (found.length) problems.push({ name: c.name, target: c.target?.slice(0, 200), headers: c.headers?.map(([n, v]) => `${n}: ${v.slice(0, 60)}`).join(' | '), problems: found, status: response.status, body: response.body.slice(0, 300) });
       if (sent % 2000 === 0) console.log(`  ${sent} sent, ${problems.length} problems, RSS ${mb(service.rss())}`);
@@ -88,7 +123,7 @@ try {
   if (live !== 200) problems.push({ name: 'after the fuzz', problems: [`/healthz/live answered ${live}`] });
   await new Promise((resolve) => setTimeout(resolve, 2000));
   const rssAfter = service.rss();
-  const unexpected = service.output().split('\n').filter((line) => / failed:|app error|Unhandled|uncaught/i.test(line));
+  const unexpected = service.output().split('\n').filter((line) => / failed:|app error|Unhandled|uncaught|"level":50/i.test(line));
 
   const fiveXX = [...statuses].filter(([status]) => status >= 500).reduce((a, [, n]) => a + n, 0);
   console.log(`\n${sent} requests in ${seconds.toFixed(0)} s (${(sent / seconds).toFixed(0)}/s); slowest ${slowest.ms.toFixed(0)} ms (${slowest.name})`);
@@ -112,5 +147,6 @@ try {
   exitCode = 2;
 } finally {
   await service.stop();
+  documents?.close();
 }
 process.exit(exitCode);

@@ -47,7 +47,7 @@ export function resourceUriProblem(uri: string): string | undefined {
   if (uri.includes('#')) return 'the resource URI must not contain a fragment (RFC 8707 §2)';
   if (url.search || uri.includes('?')) return 'the resource URI must not contain a query';
   if (url.username || url.password) return 'the resource URI must not contain credentials';
-  if (/\s/.test(uri)) return 'the resource URI must not contain white space';
+  if (/[\s\p{Cc}]/u.test(uri)) return 'the resource URI must not contain white space or control characters';
   return undefined;
 }
 

@@ -11,7 +11,7 @@
  */
 import type { AuditContext, AuditLog } from '../audit/audit-log.js';
 import type { PrismaClient, ResourceServer } from '../generated/prisma/client.js';
-import { matchKey, resourceDeclaration, ResourceInputError } from '../config/resources.js';
+import { matchKey, resourceDeclaration, ResourceInputError, resourceUriProblem } from '../config/resources.js';
 import type { ResourceDeclaration } from '../config/resources.js';
 import { memoised } from '../store/request-state.js';
 
@@ -46,6 +46,8 @@ export function createResourceStore({ prisma, configured, audit }: { prisma: Pri
 
   return {
     async find(indicator) {
+      // What no declaration can be names none, and never reaches the database (a NUL, say, which PostgreSQL refuses).
+      if (resourceUriProblem(indicator)) return undefined;
       const key = matchKey(indicator);
       const configuredOne = fromConfiguration.get(key);
       if (configuredOne) return configuredOne;

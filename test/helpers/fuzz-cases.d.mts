@@ -3,7 +3,11 @@ export interface FuzzContext {
   client?: { client_id: string; client_secret: string; redirect_uri: string };
   interaction?: { uid: string; cookie: string };
   webhookId?: string;
+  /** URLs of metadata documents of every wrong shape, served locally ({@link wrongDocuments}). */
+  documents?: string[];
 }
+
+export interface DocumentRoute { status?: number; headers?: Record<string, string>; body: unknown; delayMs?: number }
 
 export type FuzzCase =
   | { name: string; method: string; target: string; headers: [string, string][]; body?: string | Buffer; raw?: undefined }
@@ -20,3 +24,4 @@ export function requestBytes(c: FuzzCase, host: string): Buffer;
 export function sendCase(baseUrl: string, c: FuzzCase, options?: { timeoutMs?: number }): Promise<FuzzResponse>;
 export function sendSlowCase(baseUrl: string, c: SlowCase, options?: { giveUpMs?: number }): Promise<{ status: number; body: string; ms: number; closedByServer: boolean }>;
 export function problemsOf(c: FuzzCase, response: FuzzResponse, baseUrl?: string): string[];
+export function wrongDocuments(origin: string): Record<string, DocumentRoute>;

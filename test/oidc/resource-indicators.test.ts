@@ -98,6 +98,16 @@ describe('invalid_target', () => {
     expect(location.searchParams.get('state')).toBe('s');
   });
 
+  test('a resource no declaration could be (a NUL, another control character, a space) names none: invalid_target, never a 500', async () => {
+    for (const resource of ['https://tools.example/\u0000', 'https://tools.example/\u0007x', `${TOOLS}\u0000`, 'https://tools.example/ a']) {
+      const query = new URLSearchParams({ client_id: client.client_id, redirect_uri: client.redirect_uri, response_type: 'code', resource, state: 's' });
+      const res = await fetch(`${t.baseUrl}/api/authorize.php?${query}`, { redirect: 'manual' });
+      expect({ resource, status: res.status }).toEqual({ resource, status: 303 });
+      expect(new URL(res.headers.get('location')!).searchParams.get('error')).toBe('invalid_target');
+      expectErrorResponse(await exchange(await code({ resource: TOOLS, scope: 'tools:read' }), { resource }), 400, 'invalid_target');
+    }
+  });
+
   test('a resource at the token endpoint that the grant does not hold, or at refresh', async () => {
     const res = await exchange(await code({ resource: TOOLS, scope: 'tools:read' }), { resource: STORED });
     expectErrorResponse(res, 400, 'invalid_target');
