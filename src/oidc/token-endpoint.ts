@@ -22,8 +22,8 @@ import coBody from 'co-body';
 import type { Context, Middleware } from 'koa';
 import compose from 'koa-compose';
 import { errors } from 'oidc-provider';
-import { basicCredentials, isWellFormedClientId } from '../clients/credentials.js';
-import { isMetadataDocumentClientId } from '../clients/metadata-document.js';
+import { basicCredentials } from '../clients/credentials.js';
+import { canNameClient } from '../clients/metadata-document.js';
 import { ServiceError } from '../errors.js';
 import type { ErrorBody } from '../errors.js';
 import { noteClient } from '../http/access-log.js';
@@ -81,8 +81,7 @@ const spendBudgets = (admit: ClientAdmission): Middleware => async (ctx, next) =
   if (!form) return next();
   const clientId = basicCredentials(ctx.get('authorization'))?.clientId ?? form.client_id;
   // An id we issued, or a metadata document's URL (its client is budgeted as any other).
-  // canNameClient's test, spelled out: an id we issued is answered without a call into metadata-document.ts.
-  const budgeted = typeof clientId === 'string' && (isWellFormedClientId(clientId) || isMetadataDocumentClientId(clientId)) ? clientId : undefined;
+  const budgeted = typeof clientId === 'string' && canNameClient(clientId) ? clientId : undefined;
   if (budgeted) noteClient(ctx, budgeted);
   if (await admit(ctx, budgeted)) return next();
 };
