@@ -19,6 +19,7 @@
 # end; the images are kept. Slow, and it changes the host: not part of `npm test` or CI.
 #
 # Usage: scripts/compose-smoke.sh [--images-only]
+# Needs: Docker and Compose, git, curl, ss; to make images, root with debootstrap, and npm.
 # Environment: DOCKER (docker), COMPOSE (`docker compose` when the engine's CLI has it, else
 # docker-compose), SMOKE_PROJECT (oauth-smoke), SMOKE_PORT (a free one), SMOKE_REF (HEAD),
 # SMOKE_KEEP_WORK=1 keeps the clone and logs, SMOKE_PULL_TIMEOUT (60 s a pull).
@@ -376,9 +377,14 @@ say "up"
 compose up -d > "$WORK/up.log" 2>&1 || die "up: $(tail -n 20 "$WORK/up.log")"
 wait_healthy
 APP_IMAGE_SIZE=$($DOCKER image inspect -f '{{.Size}}' "$(state '{{.Image}}' app)")
-say "healthy; app restarts: $(state '{{.RestartCount}}' app); waits logged for the stores: $(compose logs --no-color app | grep -c 'not reachable yet' || true); image $((APP_IMAGE_SIZE / 1000000)) MB; app runs as uid $(compose exec -T app id -u)"
+RESTARTS=$(state '{{.RestartCount}}' app)
+APP_UID=$(compose exec -T app id -u | tr -d '\r')
+say "healthy; app restarts: $RESTARTS; waits logged for the stores: $(compose logs --no-color app | grep -c 'not reachable yet' || true); image $((APP_IMAGE_SIZE / 1000000)) MB; app runs as uid $APP_UID"
+[ "$RESTARTS" = 0 ] || die "the app came up only after $RESTARTS restarts"
+[ "$APP_UID" = 1000 ] || die "the app runs as uid $APP_UID, not 1000"
 
-ss -Hltn "sport = :$PORT" | grep -q '127.0.0.1' || die "the app port is not published on 127.0.0.1"
+LISTENERS=$(ss -Hltn "sport = :$PORT" | awk '{print $4}' | sort -u | tr '\n' ' ')
+[ "$LISTENERS" = "127.0.0.1:$PORT " ] || die "the app port should be published on 127.0.0.1 only, listeners: $LISTENERS"
 for port in 5432 6379; do
   [ -z "$($DOCKER ps --filter "label=com.docker.compose.project=$PROJECT" --format '{{.Ports}}' | grep -E "[:.]$port->" || true)" ] ||
     die "a stack service publishes port $port"
@@ -408,7 +414,10 @@ say "flow: register, authorize, login, consent, token, userinfo, refresh, intros
 
 t0=$(date +%s%N)
 compose stop > "$WORK/stop.log" 2>&1 || die "stop: $(cat "$WORK/stop.log")"
-say "stop: $((($(date +%s%N) - t0) / 1000000)) ms; app exit code $(state '{{.State.ExitCode}}' app); drained: $(compose logs --no-color app | grep -c 'SIGTERM: closed' || true)"
+EXIT_CODE=$(state '{{.State.ExitCode}}' app)
+DRAINED=$(compose logs --no-color app | grep -c 'SIGTERM: closed' || true)
+say "stop: $((($(date +%s%N) - t0) / 1000000)) ms; app exit code $EXIT_CODE; drained shutdowns logged: $DRAINED"
+[ "$EXIT_CODE" = 0 ] && [ "$DRAINED" -ge 1 ] || die "the app did not stop cleanly (exit code $EXIT_CODE)"
 compose down > "$WORK/down.log" 2>&1 || die "down: $(cat "$WORK/down.log")"
 say "down"
 compose up -d > "$WORK/up2.log" 2>&1 || die "up again: $(tail -n 20 "$WORK/up2.log")"
