@@ -42,6 +42,10 @@ describe('start-up waits for its stores (STORES_STARTUP_TIMEOUT_MS)', () => {
   // One database for the file, so one key that seals its signing keys.
   const base = () => ({ NODE_ENV: 'test', DATA_DIR: dataDir, DATABASE_URL: database.url, KEYS_ENCRYPTION_KEY: TEST_KEYS_ENCRYPTION_KEY, REDIS_KEY_PREFIX: testRedisPrefix() });
 
+  /** What start-up rejected with; a start that succeeded is kept in `app`, closed after the test. */
+  const startFailure = (env: Record<string, string>, logger: Parameters<typeof startApp>[1]) => startApp(env, logger)
+    .then((started) => { app = started; return undefined; }, (reason: unknown) => reason);
+
   beforeAll(async () => { database = await createTestDatabase(); });
   afterEach(async () => {
     await app?.close();
@@ -89,8 +93,7 @@ describe('start-up waits for its stores (STORES_STARTUP_TIMEOUT_MS)', () => {
     dataDir = tempDataDir();
     const port = await freePort();
     const { logger, retries } = capturedLogger();
-    const error = await startApp({ ...base(), REDIS_URL: `redis://127.0.0.1:${port}`, STORES_STARTUP_TIMEOUT_MS: '1500' }, logger)
-      .then((started) => { app = started; return undefined; }, (reason: unknown) => reason);
+    const error = await startFailure({ ...base(), REDIS_URL: `redis://127.0.0.1:${port}`, STORES_STARTUP_TIMEOUT_MS: '1500' }, logger);
     expect(error).toBeInstanceOf(Error);
     expect((error as Error).message).toMatch(new RegExp(`^redis did not answer within STORES_STARTUP_TIMEOUT_MS \\(1500 ms\\): .*ECONNREFUSED 127\\.0\\.0\\.1:${port}`));
     expect(retries('redis').length).toBeGreaterThanOrEqual(1);
@@ -100,8 +103,7 @@ describe('start-up waits for its stores (STORES_STARTUP_TIMEOUT_MS)', () => {
     dataDir = tempDataDir();
     const port = await freePort();
     const { logger, retries } = capturedLogger();
-    const error = await startApp({ ...base(), REDIS_URL: `redis://127.0.0.1:${port}`, STORES_STARTUP_TIMEOUT_MS: '0' }, logger)
-      .then((started) => { app = started; return undefined; }, (reason: unknown) => reason);
+    const error = await startFailure({ ...base(), REDIS_URL: `redis://127.0.0.1:${port}`, STORES_STARTUP_TIMEOUT_MS: '0' }, logger);
     expect((error as Error).message).toMatch(/^redis did not answer within STORES_STARTUP_TIMEOUT_MS \(0 ms\)/);
     expect(retries('redis')).toEqual([]);
   }, 30_000);
@@ -110,8 +112,7 @@ describe('start-up waits for its stores (STORES_STARTUP_TIMEOUT_MS)', () => {
     dataDir = tempDataDir();
     redis = await startRedisServer({ args: ['--requirepass', 'not-given'] });
     const { logger, retries } = capturedLogger();
-    const error = await startApp({ ...base(), REDIS_URL: redis.url, STORES_STARTUP_TIMEOUT_MS: '30000' }, logger)
-      .then((started) => { app = started; return undefined; }, (reason: unknown) => reason);
+    const error = await startFailure({ ...base(), REDIS_URL: redis.url, STORES_STARTUP_TIMEOUT_MS: '30000' }, logger);
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).variable).toBe('REDIS_URL');
     expect(retries('redis')).toEqual([]);
