@@ -269,7 +269,7 @@ ensure_images() {
 if [ -z "${COMPOSE:-}" ]; then
   if $DOCKER compose version >/dev/null 2>&1; then COMPOSE="$DOCKER compose"; else COMPOSE=docker-compose; fi
 fi
-compose() { (cd "$WORK/clone" && OAUTH_HOST_PORT=$PORT $COMPOSE -p "$PROJECT" "$@"); }
+compose() { (cd "$WORK/clone" && OAUTH_HOST_ADDRESS=127.0.0.1 OAUTH_HOST_PORT=$PORT $COMPOSE -p "$PROJECT" "$@"); }
 
 free_port() {
   local port
