@@ -414,10 +414,18 @@ say "flow: register, authorize, login, consent, token, userinfo, refresh, intros
 
 t0=$(date +%s%N)
 compose stop > "$WORK/stop.log" 2>&1 || die "stop: $(cat "$WORK/stop.log")"
+STOP_MS=$((($(date +%s%N) - t0) / 1000000))
 EXIT_CODE=$(state '{{.State.ExitCode}}' app)
 DRAINED=$(compose logs --no-color app | grep -c 'SIGTERM: closed' || true)
-say "stop: $((($(date +%s%N) - t0) / 1000000)) ms; app exit code $EXIT_CODE; drained shutdowns logged: $DRAINED"
+# Each service's exit code and how long it took to stop (from the stop command to its end).
+stopped() {
+  local code finished
+  read -r code finished <<<"$(state '{{.State.ExitCode}} {{.State.FinishedAt}}' "$1")"
+  echo "$1 $code in $((($(date -d "$finished" +%s%N) - t0) / 1000000)) ms"
+}
+say "stop: $STOP_MS ms ($(stopped app), $(stopped postgres), $(stopped redis)); drained shutdowns logged: $DRAINED"
 [ "$EXIT_CODE" = 0 ] && [ "$DRAINED" -ge 1 ] || die "the app did not stop cleanly (exit code $EXIT_CODE)"
+for id in postgres redis; do [ "$(state '{{.State.ExitCode}}' $id)" = 0 ] || die "$id did not stop cleanly"; done
 compose down > "$WORK/down.log" 2>&1 || die "down: $(cat "$WORK/down.log")"
 say "down"
 compose up -d > "$WORK/up2.log" 2>&1 || die "up again: $(tail -n 20 "$WORK/up2.log")"
