@@ -27,9 +27,10 @@ import { isMetadataDocumentClientId, metadataFetchDetail, metadataFetchReason } 
 import { guardedFetch } from './outbound/guarded-fetch.js';
 import { outboundPolicies } from './outbound/policies.js';
 import { createResourceStore } from './resources/resource-store.js';
-import { openDatabase } from './store/database.js';
+import { openAnsweringDatabase } from './store/database.js';
 import type { Database } from './store/database.js';
 import { startCleanup } from './store/cleanup.js';
+import { STARTUP_RETRY_MS, startupWait } from './store/startup-wait.js';
 import { HUNG_PAUSE_MS, storeGuard } from './store/store-failure.js';
 import { createHotReads } from './store/hot-reads.js';
 import { requestState } from './store/request-state.js';
@@ -120,7 +121,12 @@ export type Logger = (error: unknown, ctx?: Context) => void;
 export async function createApp(config: Config, logging: OpsLogger | Logger = createLogger({ level: config.logLevel })): Promise<App> {
   const logger = typeof logging === 'function' ? createLogger({ level: 'silent' }) : logging;
   const log: Logger = typeof logging === 'function' ? logging : errorLog(logging);
-  const db = await openDatabase(config);
+  // PostgreSQL and Redis may come up after the service (compose, Kubernetes): each is waited for
+  // within STORES_STARTUP_TIMEOUT_MS, with a line a retry (store/startup-wait.ts).
+  const wait = startupWait(config.timeouts.storesStartupMs, (store, reason, leftMs) => {
+    logger.warn({ store }, `${store} not reachable yet (${reason}); retrying in ${STARTUP_RETRY_MS / 1000} s, for at most ${Math.ceil(leftMs / 1000)} s more (STORES_STARTUP_TIMEOUT_MS)`);
+  });
+  const db = await wait.until('database', () => openAnsweringDatabase(config));
   let redis: Redis | undefined;
   let signingKeys: SigningKeys;
   try {
@@ -128,7 +134,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     // Signing keys from the database, rotated in stages (oidc/key-rotation.ts, docs/signing-keys.md).
     signingKeys = await loadSigningKeys({ prisma: db.prisma, config, logger });
     const redisAt = redisTarget(config);
-    redis = redisAt ? await connectRedis(redisAt, config.timeouts) : undefined;
+    redis = redisAt ? await wait.until('redis', () => connectRedis(redisAt, config.timeouts)) : undefined;
   } catch (error) {
     await db.close();
     throw error;

@@ -98,6 +98,11 @@ export interface Timeouts {
   readonly redisConnectMs: number;
   /** Opening a Postgres connection, and waiting for one from the pool. */
   readonly databaseConnectMs: number;
+  /**
+   * At start-up, how long PostgreSQL and Redis that do not answer yet are waited for, one attempt
+   * a second (each bounded as above), before the service gives up and exits (store/startup-wait.ts).
+   */
+  readonly storesStartupMs: number;
   /** One SQL statement (server `statement_timeout`; the client gives up shortly after). */
   readonly databaseStatementMs: number;
   /** A transaction left idle by its client (server `idle_in_transaction_session_timeout`). */
@@ -268,6 +273,7 @@ export function loadConfig(env: Env): Config {
       redisCommandMs: integer(env, 'REDIS_COMMAND_TIMEOUT_MS', 1000, 10, 60_000),
       redisConnectMs: integer(env, 'REDIS_CONNECT_TIMEOUT_MS', 2000, 10, 60_000),
       databaseConnectMs: integer(env, 'DATABASE_CONNECT_TIMEOUT_MS', 2000, 10, 60_000),
+      storesStartupMs: integer(env, 'STORES_STARTUP_TIMEOUT_MS', 60_000, 0, 3_600_000),
       databaseStatementMs: integer(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 2000, 10, 600_000),
       databaseIdleInTransactionMs: integer(env, 'DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS', 10_000, 10, 600_000),
       shutdownDelayMs: integer(env, 'SHUTDOWN_DELAY_MS', 1000, 0, 600_000),

@@ -58,6 +58,22 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   return openPostgres(options.databaseUrl, { direct: options.databaseDirectUrl ?? options.databaseUrl, pooled: options.databasePooler === 'pgbouncer', timeouts });
 }
 
+/**
+ * {@link openDatabase}, once the database answered a `SELECT 1`: one that does not answer is closed
+ * again and its failure thrown, so start-up can wait for it (startup-wait.ts). Opening alone does
+ * not find out: a direct database that does not answer is left to its first statement.
+ */
+export async function openAnsweringDatabase(options: DatabaseOptions): Promise<Database> {
+  const db = await openDatabase(options);
+  try {
+    await db.ping();
+    return db;
+  } catch (error) {
+    await db.close();
+    throw error;
+  }
+}
+
 // Each mode loads its own driver only (less memory): node-postgres and Prisma's pg adapter
 // with DATABASE_URL, PGlite and its adapter without.
 

@@ -52,8 +52,10 @@ export async function checkSentinels(sentinel: RedisSentinel, timeoutMs: number)
   if (refused && !refused.ok) {
     throw new ConfigError('REDIS_SENTINEL_PASSWORD', `${sentinel.password === undefined ? 'is needed: the Sentinels ask for one' : 'the Sentinels refuse it'} (${refused.error.message})`);
   }
-  const reasons = [...new Set(answers.map((answer) => (answer.ok ? '' : answer.error.message)))].join('; ');
-  throw new Error(`cannot reach any Sentinel of REDIS_SENTINELS (${listed(sentinel)}): ${reasons}`);
+  const errors = answers.flatMap((answer) => (answer.ok ? [] : [answer.error]));
+  const reasons = [...new Set(errors.map((error) => error.message))].join('; ');
+  // The cause says what kind of failure it is: unreachable Sentinels are waited for at start-up (startup-wait.ts).
+  throw new Error(`cannot reach any Sentinel of REDIS_SENTINELS (${listed(sentinel)}): ${reasons}`, { cause: errors[0] });
 }
 
 /**

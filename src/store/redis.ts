@@ -84,7 +84,9 @@ export async function connectRedis(target: RedisTarget, timeouts: RedisTimeouts 
       throw new ConfigError(variable, `${given ? 'has a password the Redis server refuses' : 'needs the Redis server\'s password'} (${auth.message})`);
     }
     const where = sentinel ? `the primary "${sentinel.name}" that REDIS_SENTINELS name` : 'REDIS_URL';
-    throw new Error(`cannot connect to ${where}: ${(error as Error).message}`, { cause: error });
+    // The socket's own error says why (ECONNREFUSED, ENOTFOUND); the rejection often only "Connection is closed".
+    const reason = refused ?? error as Error;
+    throw new Error(`cannot connect to ${where}: ${reason.message}`, { cause: reason });
   } finally {
     redis.off('error', firstError);
   }

@@ -1,7 +1,10 @@
 /**
- * The deployment files, read as text because no Docker engine runs the tests: docker-compose.yml
- * wires the app to its own Postgres and Redis, starts it only once both are healthy, and gives it
- * an environment src/config.ts accepts; the Dockerfile runs dist/launch.cjs on Node 22, unprivileged.
+ * The deployment files, read as text (scripts/compose-smoke.sh runs them for real, outside the
+ * tests): docker-compose.yml wires the app to its own Postgres and Redis, starts it only once both
+ * are healthy (PostgreSQL checked over TCP, as the app connects), restarts it, keeps every store's
+ * data in a named volume, publishes only the app and on 127.0.0.1 unless told otherwise, and gives
+ * it an environment src/config.ts accepts; the Dockerfile runs dist/launch.cjs on Node 22,
+ * unprivileged. test/deploy/dockerfile-build.test.ts replays the image's build steps.
  */
 import fs from 'node:fs';
 import { describe, expect, test } from '@jest/globals';
@@ -13,6 +16,8 @@ type Env = Record<string, string | undefined>;
 interface Service {
   image?: string;
   build?: unknown;
+  command?: string | string[];
+  restart?: string;
   ports?: unknown[];
   environment?: Record<string, string | number | boolean | null> | string[];
   depends_on?: string[] | Record<string, { condition?: string }>;
@@ -22,9 +27,37 @@ interface Service {
 }
 
 const read = (file: string) => fs.readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8');
-const compose = parse(read('docker-compose.yml')) as { services?: Record<string, Service> };
-const services = compose.services ?? {};
+
+/**
+ * Compose's interpolation of one value from the shell's `variables`: `${NAME}`, `$NAME`,
+ * `${NAME:-default}` (unset or empty), `${NAME-default}` (unset), `$$` for a dollar sign.
+ * @see https://docs.docker.com/reference/compose-file/interpolation/
+ */
+function interpolate(value: string, variables: Env): string {
+  return value.replace(/\$(?:\$|\{([A-Za-z_]\w*)(?:(:?)-([^}]*))?\}|([A-Za-z_]\w*))/g, (match, braced?: string, colon?: string, fallback?: string, bare?: string) => {
+    if (match === '$$') return '$';
+    const given = variables[(braced ?? bare)!];
+    if (fallback !== undefined && (given === undefined || (colon === ':' && given === ''))) return fallback;
+    return given ?? '';
+  });
+}
+const interpolated = (node: unknown, variables: Env): unknown => (typeof node === 'string' ? interpolate(node, variables)
+  : Array.isArray(node) ? node.map((item) => interpolated(item, variables))
+    : node && typeof node === 'object' ? Object.fromEntries(Object.entries(node).map(([key, value]) => [key, interpolated(value, variables)])) : node);
+
+const composeFile = parse(read('docker-compose.yml')) as { services?: Record<string, Service>; volumes?: Record<string, unknown> };
+/** The services as Compose sees them when the shell sets `variables` (none: the defaults). */
+const servicesWith = (variables: Env = {}) => (interpolated(composeFile, variables) as typeof composeFile).services ?? {};
+const services = servicesWith();
 const app = services.app ?? {};
+
+/** A published port's parts: `[ADDRESS:]HOST:CONTAINER` (the short syntax). */
+function published(entry: unknown): { address: string | undefined; host: string; container: string } {
+  const parts = String(entry).split(':');
+  const container = parts.pop()!;
+  const host = parts.pop() ?? '';
+  return { address: parts.length > 0 ? parts.join(':') : undefined, host, container };
+}
 
 /** Compose takes `environment` as a map or as `NAME=value` lines; a bare name passes the host's value. */
 function environment(service: Service): Env {
@@ -92,8 +125,36 @@ describe('docker-compose.yml', () => {
     expect(url.port).toMatch(/^(6379)?$/);
   });
 
-  test('app starts only once postgres and redis are healthy', () => {
+  test('app starts only once postgres and redis are healthy, and is started again when it exits', () => {
     expect(app.depends_on).toMatchObject({ postgres: { condition: 'service_healthy' }, redis: { condition: 'service_healthy' } });
+    expect(app.restart).toMatch(/^(unless-stopped|always|on-failure(:\d+)?)$/);
+  });
+
+  test("postgres's healthcheck asks over TCP, as the app connects (the first start initialises on a socket-only server)", () => {
+    const check = [services.postgres?.healthcheck?.test ?? []].flat().join(' ');
+    expect(check).toMatch(/\bpg_isready\b/);
+    expect(check).toMatch(/(-h|--host)[ =](127\.0\.0\.1|localhost)\b/);
+  });
+
+  test('every store keeps its data in a named volume of the stack (no anonymous volume, nothing lost on down/up)', () => {
+    const dataDirs = { postgres: '/var/lib/postgresql/data', redis: '/data', app: loadConfig({ ...imageEnv, ...environment(app) }).dataDir };
+    const named = Object.keys(composeFile.volumes ?? {});
+    for (const [name, dir] of Object.entries(dataDirs)) {
+      const mount = (services[name]?.volumes ?? []).map((v) => (typeof v === 'string' ? v.split(':') : [undefined, v.target])).find(([, target]) => target === dir);
+      expect({ name, named: named.includes(mount?.[0] ?? '') }).toEqual({ name, named: true });
+    }
+  });
+
+  test('redis writes an append-only file, so login sessions survive a restart', () => {
+    expect([services.redis?.command ?? []].flat().join(' ')).toMatch(/--appendonly yes\b/);
+  });
+
+  test('only app publishes a port, on 127.0.0.1 by default; OAUTH_HOST_ADDRESS and OAUTH_HOST_PORT change it, and BASE_URL follows the port', () => {
+    expect(Object.entries(services).filter(([name, service]) => name !== 'app' && (service.ports ?? []).length > 0)).toEqual([]);
+    expect(app.ports?.map(published)).toEqual([{ address: '127.0.0.1', host: '3000', container: '3000' }]);
+    const moved = servicesWith({ OAUTH_HOST_ADDRESS: '0.0.0.0', OAUTH_HOST_PORT: '8080' }).app!;
+    expect(moved.ports?.map(published)).toEqual([{ address: '0.0.0.0', host: '8080', container: '3000' }]);
+    expect(new URL(loadConfig({ ...imageEnv, ...environment(moved) }).baseUrl).port).toBe('8080');
   });
 
   test('every service has a healthcheck; app probes its readiness with node (the image has no curl)', () => {
@@ -124,36 +185,34 @@ describe('docker-compose.yml', () => {
     const config = loadConfig({ ...imageEnv, ...environment(app) });
     expect(config.databaseUrl).toBeDefined();
     expect(config.redisUrl).toBeDefined();
-    // Published as HOST:CONTAINER: the container side is PORT, the host side is BASE_URL's port.
-    expect(app.ports?.map(String)).toContain(`${new URL(config.baseUrl).port || 80}:${config.port}`);
+    // Published as [ADDRESS:]HOST:CONTAINER: the container side is PORT, the host side is BASE_URL's port.
+    expect(app.ports?.map(published)).toContainEqual(expect.objectContaining({ host: new URL(config.baseUrl).port || '80', container: String(config.port) }));
     const targets = (app.volumes ?? []).map((volume) => (typeof volume === 'string' ? volume.split(':')[1] : volume.target));
     expect(targets).toContain(config.dataDir);
   });
 });
 
 describe('Dockerfile', () => {
-  test('builds every stage on a Node 22 image', () => {
-    const images = dockerStages.map((stage) => stage[0]!.args.split(/\s+/).find((word) => !word.startsWith('--')));
-    expect(images.length).toBeGreaterThan(0);
-    for (const image of images) expect(image).toMatch(/^node:22(?:[-.@]|$)/);
+  test('builds on a Node 22 image, and runs that Node: the final stage is one, or takes its node binary', () => {
+    const imageOf = (stage: { args: string }[]) => stage[0]!.args.split(/\s+/).find((word) => !word.startsWith('--'))!;
+    const nameOf = (stage: { args: string }[]) => /\bAS\s+(\S+)/i.exec(stage[0]!.args)?.[1];
+    const builds = dockerStages.slice(0, -1);
+    expect(builds.length).toBeGreaterThan(0);
+    for (const stage of builds) expect(imageOf(stage)).toMatch(/^node:22(?:[-.@]|$)/);
+    if (/^node:22(?:[-.@]|$)/.test(imageOf(finalStage))) return;
+    const node = argsOf('COPY').map((args) => /^--from=(\S+)\s+(\S+)\s+(\S+)$/.exec(args)).find((m) => m?.[2] === '/usr/local/bin/node');
+    expect(node?.[3]).toBe('/usr/local/bin/node');
+    expect(builds.map(nameOf)).toContain(node![1]);
+  });
+
+  test('has no parser directive that makes BuildKit pull a frontend image (`# syntax=`)', () => {
+    expect(read('Dockerfile')).not.toMatch(/^#\s*syntax\s*=/im);
   });
 
   test('runs node dist/launch.cjs as a non-root user, exposing 3000', () => {
     expect(JSON.parse(argsOf('CMD').at(-1) ?? '[]')).toEqual(['node', 'dist/launch.cjs']);
     expect(argsOf('USER').at(-1)).toMatch(/^(?!root\b|0\b)\S+/);
     expect(argsOf('EXPOSE').join(' ').split(/\s+/)).toContain('3000');
-  });
-
-  test('copies what the postinstall script needs before npm install', () => {
-    const stage = dockerStages.find((s) => s.some((i) => i.keyword === 'RUN' && /\bnpm (ci|install)\b/.test(i.args)));
-    expect(stage).toBeDefined();
-    const install = stage!.findIndex((i) => i.keyword === 'RUN' && /\bnpm (ci|install)\b/.test(i.args));
-    const copied = stage!.slice(0, install).filter((i) => i.keyword === 'COPY' && !i.args.includes('--from'))
-      .flatMap((i) => i.args.split(/\s+/).filter((word) => !word.startsWith('--')).slice(0, -1))
-      .map((source) => source.replace(/^\.\//, '').replace(/\/$/, ''));
-    const missing = ['package.json', 'package-lock.json', 'prisma', 'scripts']
-      .filter((needed) => !copied.includes(needed) && !copied.includes('.'));
-    expect(missing).toEqual([]);
   });
 
   test('is multi-stage: the final stage takes only built output and production dependencies from the build stage', () => {
