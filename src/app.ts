@@ -240,7 +240,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   const body = parseBody(); // forms and JSON of our own pages and APIs, at most 16 kB
 
   const inFlight = trackInFlight();
-  // The fixed paths (README "Endpoints") and the methods each answers; any other method there is
+  // The fixed paths (docs/api.md) and the methods each answers; any other method there is
   // 405, a plain OPTIONS 204 (http/exact-paths.ts).
   const served: Record<string, readonly string[]> = {
     [ROUTES.authorization]: ['GET'],

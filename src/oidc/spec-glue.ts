@@ -93,7 +93,7 @@ function redirectUnavailable(ctx: Context, redirectUri: unknown, error: unknown)
   ctx.status = 303;
 }
 
-/** Errors the provider sends back to the client without an `error_description` (README "Errors": every error has one). */
+/** Errors the provider sends back to the client without an `error_description` (docs/api.md "Errors": every error has one). */
 const DESCRIPTIONS: Readonly<Record<string, string>> = {
   request_not_supported: 'the request parameter (a request object) is not supported',
   request_uri_not_supported: 'the request_uri parameter is not supported',
