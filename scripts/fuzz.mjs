@@ -6,7 +6,8 @@
  * Cases come from test/helpers/fuzz-cases.mjs (seeded: `--seed` names a run exactly), sent over
  * raw sockets so any bytes reach the server: broken percent-encoding and UTF-8, NUL bytes,
  * repeated and huge parameters and headers, wrong content types and encodings, odd
- * Authorization values and cookies, deeply nested and `__proto__` JSON, malformed HTTP; then
+ * Authorization values and cookies, deeply nested and `__proto__` JSON, every form's `_csrf`
+ * (near misses of a real token: as many characters but more bytes, one off, expired), malformed HTTP; then
  * slow partial requests, which the server must close within its timeouts.
  *
  * Reports the status histogram, every 5xx, hang or internal in a body (stack frames, error
@@ -16,7 +17,7 @@
  * Usage: npm run fuzz [-- --count 20000 --seed 1 --concurrency 8 --embedded]
  */
 import { parseArgs } from 'node:util';
-import { generateCases, problemsOf, sendCase, sendSlowCase, slowCases } from '../test/helpers/fuzz-cases.mjs';
+import { csrfContext, generateCases, problemsOf, sendCase, sendSlowCase, slowCases } from '../test/helpers/fuzz-cases.mjs';
 import { build, startService } from './lib/started-service.mjs';
 
 const { values } = parseArgs({
@@ -47,7 +48,8 @@ try {
   const basic = `Basic ${Buffer.from(`${client.client_id}:${client.client_secret}`).toString('base64')}`;
   const hook = await fetch(`${service.baseUrl}/api/webhooks.php`, { method: 'POST', headers: { authorization: basic, 'content-type': 'application/json' }, body: JSON.stringify({ url: 'http://127.0.0.1:9/hook', events: ['token.issued'] }) });
   const webhookId = hook.status === 201 ? (await hook.json()).id : undefined;
-  const context = { client, interaction: uid ? { uid, cookie } : undefined, webhookId };
+  // Every form's _csrf is fuzzed from a browser that holds a token (fuzz-cases.mjs csrfCase).
+  const context = { client, interaction: uid ? { uid, cookie } : undefined, webhookId, csrf: await csrfContext(service.baseUrl) };
   console.log(`fuzz: ${COUNT} cases, seed ${SEED}, ${values.concurrency} connections at a time, against ${values.embedded ? 'embedded PGlite' : 'PostgreSQL + Redis'} (pid ${service.pid})`);
   console.log(`context: client ${client.client_id}, interaction ${uid ?? 'none'}, webhook ${webhookId ?? 'none'}`);
 

@@ -13,6 +13,7 @@ import type { LoginCheck, User, UserStore } from '../accounts/user-store.js';
 import { ANONYMOUS, requestContext, userActor } from '../audit/audit-log.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import { clientAddress } from '../http/rate-limit.js';
+import { renewCsrf } from './csrf.js';
 
 const WRONG_CREDENTIALS = 'Incorrect username or password.';
 
@@ -57,6 +58,7 @@ export async function signIn(ctx: Context, deps: SignInDependencies, place: Sign
   const fields = { user: named?.id, client: place.clientId, detail: { page: place.page, ...(named ? { username: named.username } : {}) } };
   if (result.outcome === 'success') {
     await deps.audit.record('login.succeeded', fields, requestContext(ctx, userActor(result.value.id)));
+    renewCsrf(ctx); // a token from before the sign-in is worth nothing after it (ui/csrf.ts)
     return { user: result.value };
   }
   if (result.outcome === 'blocked') {

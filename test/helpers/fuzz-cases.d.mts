@@ -3,6 +3,8 @@ export interface FuzzContext {
   client?: { client_id: string; client_secret: string; redirect_uri: string };
   interaction?: { uid: string; cookie: string };
   webhookId?: string;
+  /** A browser's anti-forgery cookie and token: every form's `_csrf` is fuzzed with it. */
+  csrf?: { cookie: string; token: string };
 }
 
 export type FuzzCase =
@@ -15,6 +17,7 @@ export interface FuzzResponse { status: number; headers: Record<string, string>;
 
 export function rng(seed: number): { next(): number; int(n: number): number; pick<T>(list: readonly T[]): T; chance(p: number): boolean };
 export function generateCases(options: { seed: number; count: number; context?: FuzzContext }): Generator<FuzzCase>;
+export function csrfContext(baseUrl: string): Promise<{ cookie: string; token: string }>;
 export function slowCases(path?: string): SlowCase[];
 export function requestBytes(c: FuzzCase, host: string): Buffer;
 export function sendCase(baseUrl: string, c: FuzzCase, options?: { timeoutMs?: number }): Promise<FuzzResponse>;

@@ -124,6 +124,53 @@ function cookie(r, context) {
   return jar.join(r.pick(['; ', ';', ';;', ',']));
 }
 
+/**
+ * `_csrf` values for a form whose browser holds the token `token`: the token itself, and every
+ * near miss a comparison can trip on (as many characters but more bytes, one character off,
+ * longer, shorter, another issue time, NUL bytes, huge).
+ */
+function csrfValue(r, token) {
+  return r.pick([
+    () => token,
+    () => '\u00e9'.repeat(token.length),
+    () => `${token.slice(0, -1)}\u00e9`,
+    () => `\u00e9${token.slice(1)}`,
+    () => '\u20ac'.repeat(token.length),
+    () => '\u{1f600}'.repeat(Math.ceil(token.length / 2)),
+    () => token.slice(0, -1),
+    () => `${token}x`,
+    () => token.toUpperCase(),
+    () => token.replace(/\.\d+$/, '.0'),
+    () => token.replace(/\.\d+$/, '.99999999999999999999'),
+    () => token.replace(/\.\d+$/, ''),
+    () => '\u0000'.repeat(token.length),
+    () => '',
+    () => huge(r),
+  ])();
+}
+
+/**
+ * A post to a form that checks `_csrf`, from a browser that holds a token (`context.csrf`: its
+ * cookie and token) and, on the interaction's forms, the interaction's cookie: the form's fields
+ * with a `_csrf` from {@link csrfValue}, sometimes twice.
+ */
+function csrfCase(r, context, t, index) {
+  const token = context.csrf.token;
+  const pairs = [`_csrf=${encodeURIComponent(csrfValue(r, token))}`];
+  if (r.chance(0.1)) pairs.push(`_csrf=${encodeURIComponent(r.chance(0.5) ? token : csrfValue(r, token))}`);
+  if (t.actions) pairs.push(`action=${r.pick(t.actions)}`);
+  for (const name of ['username', 'password', 'client_id', 'client_secret', 'client_name', 'redirect_uri']) if (r.chance(0.5)) pairs.push(`${name}=${encodeURIComponent(value(r, context))}`);
+  const cookies = [context.csrf.cookie, ...(context.interaction && t.path.startsWith('/interaction/') ? [context.interaction.cookie] : [])];
+  const query = t.path === '/api/settings.php' ? `?action=${r.pick(t.actions)}` : '';
+  return {
+    name: `#${index} POST ${t.path} (csrf)`,
+    method: 'POST',
+    target: `${t.path}${query}`,
+    headers: [['Accept', 'text/html'], ['Cookie', cookies.join('; ')], ['Content-Type', 'application/x-www-form-urlencoded']],
+    body: r.chance(0.5) ? pairs.reverse().join('&') : pairs.join('&'),
+  };
+}
+
 /** One path per route the service serves (and a few it does not), with how a request there looks. */
 function targets(context) {
   const uid = context.interaction?.uid ?? 'no-such-interaction';
@@ -138,18 +185,18 @@ function targets(context) {
     { method: 'POST', path: '/api/revoke.php', form: true, auth: true },
     { method: 'POST', path: '/api/introspect.php', form: true, auth: true },
     { method: 'GET', path: '/api/register.php', page: true },
-    { method: 'POST', path: '/api/register.php', form: true, json: true, page: true },
+    { method: 'POST', path: '/api/register.php', form: true, json: true, page: true, csrf: true },
     { method: 'GET', path: '/api/applications.php', page: true },
-    { method: 'POST', path: '/api/applications.php', form: true, page: true },
+    { method: 'POST', path: '/api/applications.php', form: true, page: true, csrf: true },
     { method: 'GET', path: '/api/settings.php', query: true, page: true },
-    { method: 'POST', path: '/api/settings.php', query: true, form: true, page: true, actions: ['sign_in', 'sign_out', 'update_client', 'rotate_secret', 'add_webhook', 'test_webhook', 'enable_webhook', 'disable_webhook', 'delete_webhook'] },
+    { method: 'POST', path: '/api/settings.php', query: true, form: true, page: true, csrf: true, actions: ['sign_in', 'sign_out', 'update_client', 'rotate_secret', 'add_webhook', 'test_webhook', 'enable_webhook', 'disable_webhook', 'delete_webhook'] },
     { method: 'GET', path: '/api/webhooks.php', query: true, auth: true },
     { method: 'POST', path: '/api/webhooks.php', query: true, json: true, auth: true, actions: ['test', 'enable', 'disable', 'deliveries'] },
     { method: 'DELETE', path: '/api/webhooks.php', query: true, auth: true },
     { method: 'GET', path: `/interaction/${uid}`, page: true },
-    { method: 'POST', path: `/interaction/${uid}/login`, form: true, page: true },
-    { method: 'POST', path: `/interaction/${uid}/confirm`, form: true, page: true },
-    { method: 'POST', path: `/interaction/${uid}/abort`, form: true, page: true },
+    { method: 'POST', path: `/interaction/${uid}/login`, form: true, page: true, csrf: true },
+    { method: 'POST', path: `/interaction/${uid}/confirm`, form: true, page: true, csrf: true },
+    { method: 'POST', path: `/interaction/${uid}/abort`, form: true, page: true, csrf: true },
     { method: 'GET', path: '/healthz' },
     { method: 'GET', path: '/healthz/live' },
     { method: 'GET', path: '/healthz/ready' },
@@ -192,6 +239,7 @@ function generateOne(r, context, index) {
   const all = targets(context);
   if (r.chance(0.04)) return rawCase(r, context, index);
   const t = r.pick(all);
+  if (context.csrf && t.csrf && r.chance(0.4)) return csrfCase(r, context, t, index);
   const method = r.chance(0.1) ? r.pick(METHODS) : t.method;
   let target = r.pick(PATH_MANGLES)(t.path);
   if (t.query || r.chance(0.2)) target += `?${query(r, context, t)}`;
@@ -258,11 +306,21 @@ function rawCase(r, context, index) {
 
 /**
  * `count` cases from `seed`. `context` makes them reach deeper: `client` (a registered
- * client), `interaction` (`{uid, cookie}` of a pending login), `webhookId`.
+ * client), `interaction` (`{uid, cookie}` of a pending login), `webhookId`, `csrf` (a browser's
+ * anti-forgery `{cookie, token}`, from {@link csrfContext}: every form's `_csrf` is fuzzed with it).
  */
 export function* generateCases({ seed, count, context = {} }) {
   const r = rng(seed);
   for (let i = 0; i < count; i += 1) yield generateOne(r, context, i);
+}
+
+/** A browser's anti-forgery cookie and token, as the registration page gives them (the cookie serves every form). */
+export async function csrfContext(baseUrl) {
+  const res = await fetch(`${baseUrl}/api/register.php`, { headers: { accept: 'text/html' } });
+  const token = /name="_csrf" value="([^"]*)"/.exec(await res.text())?.[1];
+  const cookie = res.headers.getSetCookie().map((line) => line.split(';')[0]).join('; ');
+  if (!token || !cookie) throw new Error(`no anti-forgery token from ${baseUrl}/api/register.php (status ${res.status})`);
+  return { token, cookie };
 }
 
 /**
