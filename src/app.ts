@@ -295,7 +295,8 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     .use(webhooksApi({ findClient: clients.find, checkSecret, webhooks, body }).routes())
     .use(interactionRoutes({
       provider, users, findUser: hot.findUser, guard, audit, views, body,
-      onDenied: (d) => webhooks.raise('authorization.denied', { client_id: d.clientId, client_name: d.clientName, account_id: d.accountId }),
+      // A refusal names no one (webhooks/events.ts): the client learns nothing of a user who says no.
+      onDenied: (d) => webhooks.raise('authorization.denied', { client_id: d.clientId, client_name: d.clientName }),
       consent: consentView({
         originOf: async (clientId) => (isMetadataDocumentClientId(clientId) ? 'metadata-document' : (await hot.findClient(clientId))?.registration as ClientOrigin | undefined),
         findResource: resources.find,
