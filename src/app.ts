@@ -341,7 +341,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   };
   if (config.metricsPort !== undefined) {
     try {
-      metricsServer = await startMetricsServer(metrics.registry!, config.metricsPort);
+      metricsServer = await startMetricsServer(metrics.registry!, { port: config.metricsPort, host: config.metricsHost });
     } catch (error) {
       await app.close({ timeoutMs: 0 });
       throw error;

@@ -5,6 +5,7 @@
  *
  * @example const config = loadConfig(process.env);
  */
+import net from 'node:net';
 import path from 'node:path';
 import { dataTier } from './config/data-tier.js';
 import type { DataTier, RedisSentinel } from './config/data-tier.js';
@@ -79,6 +80,8 @@ export interface Config extends DataTier {
   readonly logLevel: LogLevel;
   /** METRICS_PORT: where `/metrics` is served on its own listener; unset = no metrics listener. */
   readonly metricsPort: number | undefined;
+  /** METRICS_HOST: the address that listener listens on (loopback unless opened to a scraper). */
+  readonly metricsHost: string;
   /** AUDIT_RETENTION_DAYS: audit rows older than this are deleted by the cleanup job. */
   readonly auditRetentionDays: number;
   /** CLIENT_SECRET_ROTATION_GRACE: how long a rotated client or webhook secret keeps working, unless a rotation says (docs/rotating-credentials.md). */
@@ -228,12 +231,19 @@ export function loadConfig(env: Env): Config {
     throw new ConfigError('METRICS_PORT', `must differ from PORT (${port}): metrics are not served to the public`);
   }
 
+  // /metrics has no authentication and names clients: it listens on loopback unless told.
+  const metricsHost = read(env, 'METRICS_HOST') ?? '127.0.0.1';
+  if (net.isIP(metricsHost) === 0) {
+    throw new ConfigError('METRICS_HOST', `must be an IP address to listen on (127.0.0.1, 0.0.0.0, ::), got "${metricsHost}"`);
+  }
+
   const databaseUrl = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
   const redisUrl = url(env, 'REDIS_URL', ['redis:', 'rediss:']);
 
   return Object.freeze({
     logLevel: logLevel(env),
     metricsPort,
+    metricsHost,
     nodeEnv: nodeEnvRaw,
     production,
     port,

@@ -62,6 +62,7 @@ describe('loadConfig defaults', () => {
       },
       logLevel: 'info',
       metricsPort: undefined,
+      metricsHost: '127.0.0.1',
       auditRetentionDays: 90,
       secretRotationGraceMs: 86_400_000,
       standardClients: {
@@ -127,6 +128,7 @@ describe('loadConfig defaults', () => {
       HTTP_KEEP_ALIVE_TIMEOUT_MS: '1500',
       LOG_LEVEL: 'Debug',
       METRICS_PORT: '9464',
+      METRICS_HOST: '10.0.0.7',
       AUDIT_RETENTION_DAYS: '365',
       CLIENT_SECRET_ROTATION_GRACE: '90m',
     });
@@ -171,6 +173,7 @@ describe('loadConfig defaults', () => {
       },
       logLevel: 'debug',
       metricsPort: 9464,
+      metricsHost: '10.0.0.7',
       auditRetentionDays: 365,
       secretRotationGraceMs: 5_400_000,
       standardClients: expect.any(Object), // every one of its variables is read in test/config/standard-clients.test.ts
@@ -261,6 +264,8 @@ describe('a bad value throws ConfigError naming the variable', () => {
     ['METRICS_PORT', { METRICS_PORT: '65536' }],
     ['METRICS_PORT', { METRICS_PORT: 'metrics' }],
     ['METRICS_PORT', { PORT: '3000', METRICS_PORT: '3000' }],
+    ['METRICS_HOST', { METRICS_HOST: 'metrics.internal' }],
+    ['METRICS_HOST', { METRICS_HOST: '0.0.0.0:9100' }],
     // https without TLS or a trusted proxy could never set a Secure cookie.
     ['TRUST_PROXY', { BASE_URL: 'https://auth.example.com' }],
   ])('%s in %j', (variable, env) => {

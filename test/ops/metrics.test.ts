@@ -5,6 +5,7 @@
  * are the ones it read; those tests skip without it (outside CI).
  */
 import net from 'node:net';
+import os from 'node:os';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { Browser, obtainCode } from '../helpers/browser.js';
@@ -190,6 +191,32 @@ describe('without METRICS_PORT', () => {
     const { t, opened } = await openedBy(() => startTestApp({ mode: 'embedded', env: { METRICS_PORT: '0' } }));
     try {
       expect(opened).toEqual([t.config.port, t.app.metricsPort!].sort());
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('METRICS_HOST: where the metrics listener listens', () => {
+  /** An address of this machine that is not loopback, if it has one. */
+  const external = Object.values(os.networkInterfaces()).flat().find((a) => a && !a.internal && a.family === 'IPv4')?.address;
+  const reach = (host: string, port: number) => fetch(`http://${host}:${port}/metrics`).then((res) => res.status, (error: Error) => (error.cause as { code?: string } | undefined)?.code ?? error.message);
+
+  test('by default loopback only: /metrics names clients and has no authentication, so no other machine reaches it', async () => {
+    const t = await startTestApp({ env: { METRICS_PORT: '0' } });
+    try {
+      expect(t.config.metricsHost).toBe('127.0.0.1');
+      expect(await reach('127.0.0.1', t.app.metricsPort!)).toBe(200);
+      if (external) expect(await reach(external, t.app.metricsPort!)).toBe('ECONNREFUSED');
+    } finally {
+      await t.close();
+    }
+  });
+
+  test('METRICS_HOST=0.0.0.0 opens it to a scraper on another machine', async () => {
+    const t = await startTestApp({ env: { METRICS_PORT: '0', METRICS_HOST: '0.0.0.0' } });
+    try {
+      expect(await reach(external ?? '127.0.0.1', t.app.metricsPort!)).toBe(200);
     } finally {
       await t.close();
     }
