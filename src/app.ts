@@ -50,7 +50,7 @@ import type { ProviderDependencies } from './oidc/provider.js';
 import { loadSigningKeys } from './oidc/key-rotation.js';
 import type { SigningKeys } from './oidc/key-rotation.js';
 import { redisAdapters } from './oidc/redis-adapter.js';
-import { DISCOVERY_PATHS, ROUTES, TOKEN_ISSUING_PATHS } from './oidc/routes.js';
+import { DISCOVERY_PATHS, PROVIDER_PATHS, ROUTES, TOKEN_ISSUING_PATHS } from './oidc/routes.js';
 import { authorizeGlue, introspectGlue, resumeGlue, userinfoGlue } from './oidc/spec-glue.js';
 import { tokenEndpoint } from './oidc/token-endpoint.js';
 import { accessLog, trackInFlight } from './http/access-log.js';
@@ -310,7 +310,8 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
       views,
       body,
     }).routes())
-    .use(toProvider);
+    // What is left goes to the provider, at the paths it serves for us only (oidc/routes.ts PROVIDER_PATHS).
+    .use((ctx, next) => (PROVIDER_PATHS.has(ctx.path) ? toProvider(ctx, next) : next()));
   webhooks.start();
 
   let metricsServer: MetricsServer | undefined;
