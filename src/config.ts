@@ -11,6 +11,8 @@ import { dataTier } from './config/data-tier.js';
 import type { DataTier, RedisSentinel } from './config/data-tier.js';
 import { requireGrace } from './config/durations.js';
 import { boolean, ConfigError, integer, read, url } from './config/env.js';
+import { proxyTrust } from './config/proxy.js';
+import type { ProxyTrust } from './config/proxy.js';
 import type { Env } from './config/env.js';
 import { signingKeyConfig } from './config/signing-keys.js';
 import type { SigningKeyConfig } from './config/signing-keys.js';
@@ -18,7 +20,7 @@ import { standardClients } from './config/standard-clients.js';
 import type { StandardClients } from './config/standard-clients.js';
 
 export { ConfigError };
-export type { DataTier, RedisSentinel, SigningKeyConfig, StandardClients };
+export type { DataTier, ProxyTrust, RedisSentinel, SigningKeyConfig, StandardClients };
 export { encryptionKeyOf } from './config/signing-keys.js';
 
 /** pino's levels, most severe first, and `silent`. */
@@ -72,7 +74,8 @@ export interface Config extends DataTier {
   /** Path to a private JWKS that seeds the signing keys on first start (docs/signing-keys.md). */
   readonly jwksFile: string | undefined;
   readonly signingKeys: SigningKeyConfig;
-  readonly trustProxy: boolean;
+  /** TRUST_PROXY: whose X-Forwarded-For and -Proto are believed (config/proxy.ts). */
+  readonly trustProxy: ProxyTrust;
   readonly tls: { readonly certFile: string; readonly keyFile: string } | undefined;
   /** How long each store may take before a request gives up on it (see {@link Timeouts}). */
   readonly timeouts: Timeouts;
@@ -206,7 +209,7 @@ export function loadConfig(env: Env): Config {
     throw new ConfigError(certFile === undefined ? 'TLS_CERT_FILE' : 'TLS_KEY_FILE', 'TLS_CERT_FILE and TLS_KEY_FILE go together');
   }
   const tls = certFile && keyFile ? Object.freeze({ certFile, keyFile }) : undefined;
-  const trustProxy = boolean(env, 'TRUST_PROXY');
+  const trustProxy = proxyTrust(env);
 
   const keys = cookieKeys(env);
   const jwksFile = read(env, 'JWKS_FILE');
@@ -215,9 +218,11 @@ export function loadConfig(env: Env): Config {
     if (keys === undefined) throw new ConfigError('COOKIE_KEYS', 'is required when NODE_ENV=production');
   }
   // Secure cookies can only be set on a request Koa sees as https: ours or a trusted proxy's.
-  if (https && !tls && !trustProxy) {
-    throw new ConfigError('TRUST_PROXY', 'BASE_URL is https: set TRUST_PROXY=true behind a TLS-terminating proxy, or TLS_CERT_FILE and TLS_KEY_FILE');
+  if (https && !tls && trustProxy.kind === 'none') {
+    throw new ConfigError('TRUST_PROXY', 'BASE_URL is https: set TRUST_PROXY (true, a number of hops or the proxies\' addresses) behind a TLS-terminating proxy, or TLS_CERT_FILE and TLS_KEY_FILE');
   }
+  // Requests must come over BASE_URL's scheme (http/public-origin.ts): over TLS, that is https.
+  if (!https && tls) throw new ConfigError('BASE_URL', 'must be https when TLS_CERT_FILE and TLS_KEY_FILE are set: the service is reached over https');
 
   const redisKeyPrefix = read(env, 'REDIS_KEY_PREFIX') ?? 'oauth:';
   if (!/^[\w:.-]{1,64}$/.test(redisKeyPrefix)) {

@@ -60,6 +60,19 @@ export function securityHeaders(options: { hsts: boolean; tokenPaths: ReadonlySe
   };
 }
 
+/**
+ * `Cache-Control` on public documents (the provider sets none): how long a client or a cache in
+ * front may keep each path's 200, by path. Safe to share between clients because nothing in
+ * them depends on the request (http/public-origin.ts); the provider's CORS adds `Vary: Origin`.
+ */
+export function publicCache(maxAgeSeconds: Readonly<Record<string, number>>): Middleware {
+  return async (ctx, next) => {
+    await next();
+    const maxAge = maxAgeSeconds[ctx.path];
+    if (maxAge !== undefined && ctx.status === 200 && (ctx.method === 'GET' || ctx.method === 'HEAD')) ctx.set('Cache-Control', `public, max-age=${maxAge}`);
+  };
+}
+
 /** Fixed words for client errors raised by body parsers, whose messages may echo internals. */
 const CLIENT_ERRORS: Record<number, string> = {
   400: 'the request body is malformed',

@@ -244,7 +244,6 @@ export function createProvider(deps: ProviderDependencies): Provider {
     },
   });
 
-  provider.proxy = config.trustProxy;
 
   // Stored client_secret is a SHA-256 digest (clients/credentials.ts explains why); compare against it,
   // and against the previous secret's while its grace lasts.
