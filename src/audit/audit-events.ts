@@ -25,6 +25,7 @@ export const AUDIT_EVENTS = {
   'user.enabled': 'an operator enabled a disabled user (users:enable)',
   'user.deleted': 'an operator deleted a user (users:delete)',
   'user.password_set': 'an operator set a user’s password (users:set-password)',
+  'user.signed_out': 'an operator ended every session of a user (users:sign-out; users:set-password and users:disable too, detail.reason)',
   'resource.added': 'an operator declared a resource server (resources:add)',
   'resource.removed': 'an operator removed a declared resource server (resources:remove)',
   'webhook.endpoint_added': 'a client added a webhook endpoint (settings page, /api/webhooks.php)',
