@@ -221,7 +221,7 @@ export function loadConfig(env: Env): Config {
   if (https && !tls && trustProxy.kind === 'none') {
     throw new ConfigError('TRUST_PROXY', 'BASE_URL is https: set TRUST_PROXY (true, a number of hops or the proxies\' addresses) behind a TLS-terminating proxy, or TLS_CERT_FILE and TLS_KEY_FILE');
   }
-  // Requests must come over BASE_URL's scheme (http/public-origin.ts): over TLS, that is https.
+  // Requests must come over BASE_URL's scheme (http/responses.ts `requireScheme`): over TLS, that is https.
   if (!https && tls) throw new ConfigError('BASE_URL', 'must be https when TLS_CERT_FILE and TLS_KEY_FILE are set: the service is reached over https');
 
   const redisKeyPrefix = read(env, 'REDIS_KEY_PREFIX') ?? 'oauth:';

@@ -1,7 +1,7 @@
 /**
  * TRUST_PROXY: whose `X-Forwarded-For` and `X-Forwarded-Proto` the service believes, and so which
  * address is the client's (rate limits, the login guard, logs). `X-Forwarded-Host` is never
- * believed: every URL the service publishes comes from BASE_URL (http/public-origin.ts).
+ * believed: every URL the service publishes comes from BASE_URL (http/access-log.ts `publicOrigin`).
  *
  * | TRUST_PROXY                      | believed from                               | the client is                                          |
  * |----------------------------------|---------------------------------------------|--------------------------------------------------------|

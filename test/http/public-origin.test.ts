@@ -1,5 +1,5 @@
 /**
- * Every URL the service publishes derives from BASE_URL alone (src/http/public-origin.ts):
+ * Every URL the service publishes derives from BASE_URL alone (src/http/access-log.ts publicOrigin, src/http/responses.ts requireScheme):
  * whatever `Host`, `X-Forwarded-Host` or an absolute request target say, discovery and the
  * redirects the service builds name BASE_URL; a request over the wrong scheme is 400, not a 500;
  * discovery and JWKS say how long they may be kept. TRUST_PROXY believes the proxies it names
