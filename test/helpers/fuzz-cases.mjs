@@ -118,7 +118,7 @@ function authorization(r, context) {
 }
 
 function cookie(r, context) {
-  const names = ['_session', '_session.sig', '_session.legacy', '_interaction', '_interaction.sig', '_interaction_resume', 'settings_session', 'applications_session', '_csrf', 'csrf'];
+  const names = ['_session', '_session.sig', '_session.legacy', '_interaction', '_interaction.sig', '_interaction_resume', 'settings_session', 'applications_session', '_csrf', 'csrf', 'csrf.sig', 'login_device', 'login_device.sig'];
   const jar = Array.from({ length: 1 + r.int(4) }, () => `${r.pick(names)}=${r.pick(['', 'x', '%', '%ZZ', 'a'.repeat(3000), '"unterminated', 'a=b=c', ';;', b64('{"__proto__":{}}')])}`);
   if (context.interaction && r.chance(0.5)) jar.push(context.interaction.cookie);
   return jar.join(r.pick(['; ', ';', ';;', ',']));
