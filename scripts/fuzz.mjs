@@ -7,10 +7,11 @@
  * raw sockets so any bytes reach the server: broken percent-encoding and UTF-8, NUL bytes,
  * repeated and huge parameters and headers, wrong content types and encodings, odd
  * Authorization values (Basic headers broken every way) and cookies, deeply nested and
- * `__proto__` JSON, RFC 7591 bodies of every wrong shape, `resource` parameters, Client ID
- * Metadata Documents of every wrong shape served over local https (with Debian's openssl; without
- * it that part is skipped, saying so), malformed HTTP; then slow partial requests, which the
- * server must close within its timeouts.
+ * `__proto__` JSON, RFC 7591 bodies of every wrong shape, `resource` parameters, every form's
+ * `_csrf` (near misses of a real token: as many characters but more bytes, one off, expired),
+ * Client ID Metadata Documents of every wrong shape served over local https (with Debian's
+ * openssl; without it that part is skipped, saying so), malformed HTTP; then slow partial
+ * requests, which the server must close within its timeouts.
  *
  * Reports the status histogram, every 5xx, hang or internal in a body (stack frames, error
  * names, file paths, SQL, Prisma, "oops"), anything the service logged as unexpected, and its
@@ -22,7 +23,7 @@ import { spawnSync } from 'node:child_process';
 import https from 'node:https';
 import { parseArgs } from 'node:util';
 import { makeCertificates } from '../test/helpers/certificates.mjs';
-import { generateCases, problemsOf, sendCase, sendSlowCase, slowCases, wrongDocuments } from '../test/helpers/fuzz-cases.mjs';
+import { csrfContext, generateCases, problemsOf, sendCase, sendSlowCase, slowCases, wrongDocuments } from '../test/helpers/fuzz-cases.mjs';
 import { build, startService } from './lib/started-service.mjs';
 
 const { values } = parseArgs({
@@ -82,7 +83,8 @@ try {
   const basic = `Basic ${Buffer.from(`${client.client_id}:${client.client_secret}`).toString('base64')}`;
   const hook = await fetch(`${service.baseUrl}/api/webhooks.php`, { method: 'POST', headers: { authorization: basic, 'content-type': 'application/json' }, body: JSON.stringify({ url: 'http://127.0.0.1:9/hook', events: ['token.issued'] }) });
   const webhookId = hook.status === 201 ? (await hook.json()).id : undefined;
-  const context = { client, interaction: uid ? { uid, cookie } : undefined, webhookId, documents: documents?.urls };
+  // Every form's _csrf is fuzzed from a browser that holds a token (fuzz-cases.mjs csrfCase).
+  const context = { client, interaction: uid ? { uid, cookie } : undefined, webhookId, documents: documents?.urls, csrf: await csrfContext(service.baseUrl) };
   console.log(`fuzz: ${COUNT} cases, seed ${SEED}, ${values.concurrency} connections at a time, against ${values.embedded ? 'embedded PGlite' : 'PostgreSQL + Redis'} (pid ${service.pid})`);
   console.log(`context: client ${client.client_id}, interaction ${uid ?? 'none'}, webhook ${webhookId ?? 'none'}, metadata documents ${documents?.urls.length ?? 'none'}`);
 

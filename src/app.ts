@@ -53,12 +53,12 @@ import type { ProviderDependencies } from './oidc/provider.js';
 import { loadSigningKeys } from './oidc/key-rotation.js';
 import type { SigningKeys } from './oidc/key-rotation.js';
 import { redisAdapters } from './oidc/redis-adapter.js';
-import { DISCOVERY_PATHS, ROUTES, TOKEN_ISSUING_PATHS } from './oidc/routes.js';
+import { DISCOVERY_PATHS, PROVIDER_PATHS, ROUTES, TOKEN_ISSUING_PATHS } from './oidc/routes.js';
 import { authorizeGlue, introspectGlue, resumeGlue, userinfoGlue } from './oidc/spec-glue.js';
 import { tokenEndpoint } from './oidc/token-endpoint.js';
-import { accessLog, trackInFlight } from './http/access-log.js';
+import { accessLog, publicOrigin, trackInFlight } from './http/access-log.js';
 import { parseBody } from './http/body.js';
-import { browserCors, handleErrors, securityHeaders } from './http/responses.js';
+import { browserCors, handleErrors, publicCache, requireScheme, securityHeaders } from './http/responses.js';
 import { health, HEALTH_PATH, LIVE_PATH, READY_PATH } from './http/health.js';
 import { OPENAPI_PATH, openapiDocument } from './http/openapi-document.js';
 import { createLogger, errorLog } from './ops/logger.js';
@@ -110,6 +110,11 @@ export interface App {
    */
   close(options?: { timeoutMs?: number }): Promise<boolean>;
 }
+
+/** How long discovery may be kept: it changes with a deployment's configuration only. */
+const METADATA_MAX_AGE_SECONDS = 3600;
+/** How long the JWKS may be kept: well under keys:rotate's default --publish-ahead (1 h), so a client holds a new key before it signs. */
+const JWKS_MAX_AGE_SECONDS = 300;
 
 /** Receives the errors the app meets, with the request's context when a request failed. */
 export type Logger = (error: unknown, ctx?: Context) => void;
@@ -282,10 +287,12 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     }))
     .get(STYLESHEET_PATH, staticAssets(VIEWS_DIR));
 
-  // Behind TRUST_PROXY, the client is the last X-Forwarded-For entry (the one our proxy added).
-  const koa = new Koa({ proxy: config.trustProxy, maxIpsCount: 1, keys: keys.cookieKeys });
+  // X-Forwarded-Proto is read from proxies TRUST_PROXY trusts only; publicOrigin drops it from others and sets ctx.ip.
+  const koa = new Koa({ proxy: config.trustProxy.kind !== 'none', keys: keys.cookieKeys });
   koa.silent = true; // errors are logged by handleErrors and the provider's server_error event
   koa
+    // Every URL published comes from BASE_URL, whatever Host or X-Forwarded-Host say; the client's address by TRUST_PROXY.
+    .use(publicOrigin(config))
     .use(inFlight.middleware) // a drained shutdown waits for every handler, hung-up clients' included
     .use(accessLog({ logger, onResponse: metrics.registry ? metrics.observeRequest : undefined, knownPaths: new Set([...servedPaths, HEALTH_PATH, LIVE_PATH, READY_PATH, STYLESHEET_PATH]) }))
     // Browser apps: RFC 7591 registration from any origin, and our errors readable where the provider answers CORS.
@@ -293,10 +300,13 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     .use(handleErrors(respondError, log))
     .use(securityHeaders({ hsts: config.secureCookies, tokenPaths: limits.tokenPaths }))
     .use(unlimited.routes())
+    .use(requireScheme(config.baseUrl)) // answered at BASE_URL's scheme only (400 otherwise)
     .use(rateLimit(limits)) // everything below is limited; nothing is parsed or looked up before it
     // Each request's reads, remembered for it, and its one write statement, sent before the
     // response leaves (store/request-state.ts).
     .use(requestState(guards.durable, send, log))
+    // Discovery and JWKS may be kept by clients and caches (docs/security.md "Published URLs").
+    .use(publicCache({ ...Object.fromEntries(DISCOVERY_PATHS.map((path) => [path, METADATA_MAX_AGE_SECONDS])), [ROUTES.jwks]: JWKS_MAX_AGE_SECONDS }))
     .use(oauth.routes()) // exact paths only: other spellings and other methods go on
     .use(exactPaths(served))
     .use(openapiDocument()) // the API's description, from openapi.json
@@ -309,7 +319,8 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     .use(webhooksApi({ findClient: clients.find, checkSecret, webhooks, body }).routes())
     .use(interactionRoutes({
       provider, users, findUser: hot.findUser, guard, audit, views, body,
-      onDenied: (d) => webhooks.raise('authorization.denied', { client_id: d.clientId, client_name: d.clientName, account_id: d.accountId }),
+      // A refusal names no one (webhooks/events.ts): the client learns nothing of a user who says no.
+      onDenied: (d) => webhooks.raise('authorization.denied', { client_id: d.clientId, client_name: d.clientName }),
       consent: consentView({
         originOf: async (clientId) => (isMetadataDocumentClientId(clientId) ? 'metadata-document' : (await hot.findClient(clientId))?.registration as ClientOrigin | undefined),
         findResource: resources.find,
@@ -323,7 +334,8 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
       views,
       body,
     }).routes())
-    .use(toProvider);
+    // What is left goes to the provider, at the paths it serves for us only (oidc/routes.ts PROVIDER_PATHS).
+    .use((ctx, next) => (PROVIDER_PATHS.has(ctx.path) ? toProvider(ctx, next) : next()));
   webhooks.start();
 
   let metricsServer: MetricsServer | undefined;
@@ -354,7 +366,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   };
   if (config.metricsPort !== undefined) {
     try {
-      metricsServer = await startMetricsServer(metrics.registry!, config.metricsPort);
+      metricsServer = await startMetricsServer(metrics.registry!, { port: config.metricsPort, host: config.metricsHost });
     } catch (error) {
       await app.close({ timeoutMs: 0 });
       throw error;

@@ -5,11 +5,14 @@
  *
  * @example const config = loadConfig(process.env);
  */
+import net from 'node:net';
 import path from 'node:path';
 import { dataTier } from './config/data-tier.js';
 import type { DataTier, RedisSentinel } from './config/data-tier.js';
 import { requireGrace } from './config/durations.js';
 import { boolean, ConfigError, integer, read, url } from './config/env.js';
+import { proxyTrust } from './config/proxy.js';
+import type { ProxyTrust } from './config/proxy.js';
 import type { Env } from './config/env.js';
 import { signingKeyConfig } from './config/signing-keys.js';
 import type { SigningKeyConfig } from './config/signing-keys.js';
@@ -17,7 +20,7 @@ import { standardClients } from './config/standard-clients.js';
 import type { StandardClients } from './config/standard-clients.js';
 
 export { ConfigError };
-export type { DataTier, RedisSentinel, SigningKeyConfig, StandardClients };
+export type { DataTier, ProxyTrust, RedisSentinel, SigningKeyConfig, StandardClients };
 export { encryptionKeyOf } from './config/signing-keys.js';
 
 /** pino's levels, most severe first, and `silent`. */
@@ -71,7 +74,8 @@ export interface Config extends DataTier {
   /** Path to a private JWKS that seeds the signing keys on first start (docs/signing-keys.md). */
   readonly jwksFile: string | undefined;
   readonly signingKeys: SigningKeyConfig;
-  readonly trustProxy: boolean;
+  /** TRUST_PROXY: whose X-Forwarded-For and -Proto are believed (config/proxy.ts). */
+  readonly trustProxy: ProxyTrust;
   readonly tls: { readonly certFile: string; readonly keyFile: string } | undefined;
   /** How long each store may take before a request gives up on it (see {@link Timeouts}). */
   readonly timeouts: Timeouts;
@@ -79,6 +83,8 @@ export interface Config extends DataTier {
   readonly logLevel: LogLevel;
   /** METRICS_PORT: where `/metrics` is served on its own listener; unset = no metrics listener. */
   readonly metricsPort: number | undefined;
+  /** METRICS_HOST: the address that listener listens on (loopback unless opened to a scraper). */
+  readonly metricsHost: string;
   /** AUDIT_RETENTION_DAYS: audit rows older than this are deleted by the cleanup job. */
   readonly auditRetentionDays: number;
   /** CLIENT_SECRET_ROTATION_GRACE: how long a rotated client or webhook secret keeps working, unless a rotation says (docs/rotating-credentials.md). */
@@ -210,7 +216,7 @@ export function loadConfig(env: Env): Config {
     throw new ConfigError(certFile === undefined ? 'TLS_CERT_FILE' : 'TLS_KEY_FILE', 'TLS_CERT_FILE and TLS_KEY_FILE go together');
   }
   const tls = certFile && keyFile ? Object.freeze({ certFile, keyFile }) : undefined;
-  const trustProxy = boolean(env, 'TRUST_PROXY');
+  const trustProxy = proxyTrust(env);
 
   const keys = cookieKeys(env);
   const jwksFile = read(env, 'JWKS_FILE');
@@ -219,9 +225,11 @@ export function loadConfig(env: Env): Config {
     if (keys === undefined) throw new ConfigError('COOKIE_KEYS', 'is required when NODE_ENV=production');
   }
   // Secure cookies can only be set on a request Koa sees as https: ours or a trusted proxy's.
-  if (https && !tls && !trustProxy) {
-    throw new ConfigError('TRUST_PROXY', 'BASE_URL is https: set TRUST_PROXY=true behind a TLS-terminating proxy, or TLS_CERT_FILE and TLS_KEY_FILE');
+  if (https && !tls && trustProxy.kind === 'none') {
+    throw new ConfigError('TRUST_PROXY', 'BASE_URL is https: set TRUST_PROXY (true, a number of hops or the proxies\' addresses) behind a TLS-terminating proxy, or TLS_CERT_FILE and TLS_KEY_FILE');
   }
+  // Requests must come over BASE_URL's scheme (http/responses.ts `requireScheme`): over TLS, that is https.
+  if (!https && tls) throw new ConfigError('BASE_URL', 'must be https when TLS_CERT_FILE and TLS_KEY_FILE are set: the service is reached over https');
 
   const redisKeyPrefix = read(env, 'REDIS_KEY_PREFIX') ?? 'oauth:';
   if (!/^[\w:.-]{1,64}$/.test(redisKeyPrefix)) {
@@ -235,12 +243,19 @@ export function loadConfig(env: Env): Config {
     throw new ConfigError('METRICS_PORT', `must differ from PORT (${port}): metrics are not served to the public`);
   }
 
+  // /metrics has no authentication and names clients: it listens on loopback unless told.
+  const metricsHost = read(env, 'METRICS_HOST') ?? '127.0.0.1';
+  if (net.isIP(metricsHost) === 0) {
+    throw new ConfigError('METRICS_HOST', `must be an IP address to listen on (127.0.0.1, 0.0.0.0, ::), got "${metricsHost}"`);
+  }
+
   const databaseUrl = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
   const redisUrl = url(env, 'REDIS_URL', ['redis:', 'rediss:']);
 
   return Object.freeze({
     logLevel: logLevel(env),
     metricsPort,
+    metricsHost,
     nodeEnv: nodeEnvRaw,
     production,
     port,

@@ -44,7 +44,7 @@ describe('loadConfig defaults', () => {
       cookieKeys: undefined,
       jwksFile: undefined,
       signingKeys: { encryptionKey: undefined, pollIntervalMs: 30_000, retireLeeway: 300 },
-      trustProxy: false,
+      trustProxy: { kind: 'none' },
       tls: undefined,
       timeouts: {
         redisCommandMs: 1000,
@@ -64,6 +64,7 @@ describe('loadConfig defaults', () => {
       },
       logLevel: 'info',
       metricsPort: undefined,
+      metricsHost: '127.0.0.1',
       auditRetentionDays: 90,
       secretRotationGraceMs: 86_400_000,
       standardClients: {
@@ -131,6 +132,7 @@ describe('loadConfig defaults', () => {
       HTTP_KEEP_ALIVE_TIMEOUT_MS: '1500',
       LOG_LEVEL: 'Debug',
       METRICS_PORT: '9464',
+      METRICS_HOST: '10.0.0.7',
       AUDIT_RETENTION_DAYS: '365',
       CLIENT_SECRET_ROTATION_GRACE: '90m',
     });
@@ -157,7 +159,7 @@ describe('loadConfig defaults', () => {
       cookieKeys: [KEY, 'n'.repeat(40)],
       jwksFile: '/etc/oauth/jwks.json',
       signingKeys: { encryptionKey: Buffer.alloc(32, 0xab), pollIntervalMs: 5000, retireLeeway: 60 },
-      trustProxy: false,
+      trustProxy: { kind: 'none' },
       tls: { certFile: '/etc/oauth/cert.pem', keyFile: '/etc/oauth/key.pem' },
       timeouts: {
         redisCommandMs: 250,
@@ -177,21 +179,25 @@ describe('loadConfig defaults', () => {
       },
       logLevel: 'debug',
       metricsPort: 9464,
+      metricsHost: '10.0.0.7',
       auditRetentionDays: 365,
       secretRotationGraceMs: 5_400_000,
       standardClients: expect.any(Object), // every one of its variables is read in test/config/standard-clients.test.ts
     });
   });
 
-  test('TRUST_PROXY accepts true/false/1/0 in any case', () => {
-    expect(loadConfig({ TRUST_PROXY: 'TRUE' }).trustProxy).toBe(true);
-    expect(loadConfig({ TRUST_PROXY: '1' }).trustProxy).toBe(true);
-    expect(loadConfig({ TRUST_PROXY: 'False' }).trustProxy).toBe(false);
-    expect(loadConfig({ TRUST_PROXY: '0' }).trustProxy).toBe(false);
+  test('TRUST_PROXY: true/false/1/0 in any case (true is one hop), a number of hops, or the proxies\' addresses', () => {
+    expect(loadConfig({ TRUST_PROXY: 'TRUE' }).trustProxy).toEqual({ kind: 'hops', hops: 1 });
+    expect(loadConfig({ TRUST_PROXY: '1' }).trustProxy).toEqual({ kind: 'hops', hops: 1 });
+    expect(loadConfig({ TRUST_PROXY: 'False' }).trustProxy).toEqual({ kind: 'none' });
+    expect(loadConfig({ TRUST_PROXY: '0' }).trustProxy).toEqual({ kind: 'none' });
+    expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toEqual({ kind: 'hops', hops: 2 });
+    expect(loadConfig({ TRUST_PROXY: '10.0.0.0/8, 192.0.2.7,2001:db8::/32,loopback' }).trustProxy)
+      .toEqual({ kind: 'addresses', addresses: ['10.0.0.0/8', '192.0.2.7', '2001:db8::/32', 'loopback'] });
   });
 
   test('an https BASE_URL behind a trusted proxy gives Secure cookies', () => {
-    expect(loadConfig({ BASE_URL: 'https://auth.example.com', TRUST_PROXY: 'true' })).toMatchObject({ secureCookies: true, trustProxy: true });
+    expect(loadConfig({ BASE_URL: 'https://auth.example.com', TRUST_PROXY: 'true' })).toMatchObject({ secureCookies: true, trustProxy: { kind: 'hops', hops: 1 } });
   });
 });
 
@@ -245,6 +251,12 @@ describe('a bad value throws ConfigError naming the variable', () => {
     ['REDIS_URL', { REDIS_URL: 'http://x' }],
     ['NODE_ENV', { NODE_ENV: 'staging' }],
     ['TRUST_PROXY', { TRUST_PROXY: 'maybe' }],
+    ['TRUST_PROXY', { TRUST_PROXY: '11' }],
+    ['TRUST_PROXY', { TRUST_PROXY: '10.0.0.0/33' }],
+    ['TRUST_PROXY', { TRUST_PROXY: '10.0.0.1 10.0.0.2' }],
+    ['TRUST_PROXY', { TRUST_PROXY: 'proxy.internal' }],
+    // Over TLS the service is reached over https: an http BASE_URL would refuse every request.
+    ['BASE_URL', { TLS_CERT_FILE: '/c.pem', TLS_KEY_FILE: '/k.pem' }],
     ['COOKIE_KEYS', { COOKIE_KEYS: 'short' }],
     ['COOKIE_KEYS', { COOKIE_KEYS: `${KEY},short` }],
     ['TLS_KEY_FILE', { TLS_CERT_FILE: '/etc/oauth/cert.pem' }],
@@ -269,6 +281,8 @@ describe('a bad value throws ConfigError naming the variable', () => {
     ['METRICS_PORT', { METRICS_PORT: '65536' }],
     ['METRICS_PORT', { METRICS_PORT: 'metrics' }],
     ['METRICS_PORT', { PORT: '3000', METRICS_PORT: '3000' }],
+    ['METRICS_HOST', { METRICS_HOST: 'metrics.internal' }],
+    ['METRICS_HOST', { METRICS_HOST: '0.0.0.0:9100' }],
     // https without TLS or a trusted proxy could never set a Secure cookie.
     ['TRUST_PROXY', { BASE_URL: 'https://auth.example.com' }],
   ])('%s in %j', (variable, env) => {
@@ -365,7 +379,7 @@ describe('node dist/launch.cjs', () => {
 
   test('exits non-zero naming TLS_CERT_FILE when the certificate cannot be read', async () => {
     const run = await runNode('dist/launch.cjs', [], {
-      DATA_DIR: dataDir, PORT: '0', TLS_CERT_FILE: path.join(dataDir, 'missing-cert.pem'), TLS_KEY_FILE: path.join(dataDir, 'missing-key.pem'),
+      DATA_DIR: dataDir, PORT: '0', BASE_URL: 'https://localhost', TLS_CERT_FILE: path.join(dataDir, 'missing-cert.pem'), TLS_KEY_FILE: path.join(dataDir, 'missing-key.pem'),
     }, 30_000);
     expect(run.timedOut).toBe(false);
     expect(run.code).not.toBe(0);

@@ -3,14 +3,19 @@
  * transaction with its audit rows, and, where grants end, with the clients' `token.revoked`
  * webhooks (reason `admin_revoked`):
  *
- * | action       | change                                            | audit                               |
- * |--------------|---------------------------------------------------|-------------------------------------|
- * | create       | a new user                                        | user.created                        |
- * | disable      | `disabled_at` set; every grant and token ended    | user.disabled, token.revoked        |
- * | enable       | `disabled_at` cleared                             | user.enabled                        |
- * | delete       | every grant and token ended; the user deleted     | user.deleted, token.revoked         |
- * | setPassword  | a new argon2id hash (grants and tokens stay)      | user.password_set                   |
- * | revokeTokens | every grant and token ended                       | token.revoked                       |
+ * | action       | change                                                        | audit                                      |
+ * |--------------|---------------------------------------------------------------|--------------------------------------------|
+ * | create       | a new user                                                    | user.created                               |
+ * | disable      | `disabled_at` set; every session, grant and token ended       | user.disabled, user.signed_out, token.revoked |
+ * | enable       | `disabled_at` cleared (the sessions ended stay ended)         | user.enabled                               |
+ * | delete       | every grant and token ended; the user deleted                 | user.deleted, token.revoked                |
+ * | setPassword  | a new argon2id hash; every session ended (grants and tokens stay) | user.password_set, user.signed_out     |
+ * | signOut      | every session ended (grants and tokens stay)                  | user.signed_out                            |
+ * | revokeTokens | every grant and token ended                                   | token.revoked                              |
+ *
+ * Ending sessions is one stored instant, `sessions_ended_at` (accounts/provider-account.ts
+ * `sessionEnded`): every login session and page sign-in made up to it is over wherever it lives
+ * (Redis, the running service's memory, a signed cookie), and the CLI needs only the database.
  *
  * Audit rows stay when their user is deleted: they name the user by id (and username in detail).
  *
@@ -37,7 +42,10 @@ export interface UserAdmin {
   /** `changed` false: the user was not disabled (nothing written). */
   enable(user: User, context: AuditContext): Promise<{ changed: boolean }>;
   delete(user: User, context: AuditContext): Promise<{ revoked: ApplicationRevoked[] }>;
+  /** Sets a new password and ends every session of the user. */
   setPassword(user: User, password: string, context: AuditContext): Promise<void>;
+  /** Ends every session of the user: each browser signed in as them signs in again. */
+  signOut(user: User, context: AuditContext): Promise<void>;
   /** Ends the user's grants (to `client` only, if given). */
   revokeTokens(user: User, context: AuditContext, client?: Client): Promise<ApplicationRevoked[]>;
 }
@@ -63,10 +71,13 @@ export function createUserAdmin({ users, changes }: { users: UserStore; changes:
     },
     disable(user, context) {
       return changes(async (tx, raise, audit) => {
-        const { count } = await tx.user.updateMany({ where: { id: user.id, disabledAt: null }, data: { disabledAt: new Date() } });
+        const now = new Date();
+        const { count } = await tx.user.updateMany({ where: { id: user.id, disabledAt: null }, data: { disabledAt: now, sessionsEndedAt: now } });
         if (count === 0) return { changed: false, revoked: [] };
         const revoked = await revokeGrants(tx, raise, audit, { accountId: user.id }, context);
         await audit('user.disabled', about(user, { grants_revoked: grantCount(revoked) }), context);
+        // Ended, not only refused: enabling the user again does not bring a session back.
+        await audit('user.signed_out', about(user, { reason: 'disabled' }), context);
         return { changed: true, revoked };
       });
     },
@@ -89,9 +100,18 @@ export function createUserAdmin({ users, changes }: { users: UserStore; changes:
     async setPassword(user, password, context) {
       const passwordHash = await users.hashNewPassword(password);
       await changes(async (tx, _raise, audit) => {
-        const { count } = await tx.user.updateMany({ where: { id: user.id }, data: { passwordHash } });
+        // A session taken with the old password (a stolen cookie) ends with it.
+        const { count } = await tx.user.updateMany({ where: { id: user.id }, data: { passwordHash, sessionsEndedAt: new Date() } });
         if (count === 0) throw new NotFoundError(`no user "${user.username}" (deleted meanwhile)`);
         await audit('user.password_set', about(user), context);
+        await audit('user.signed_out', about(user, { reason: 'password_set' }), context);
+      });
+    },
+    async signOut(user, context) {
+      await changes(async (tx, _raise, audit) => {
+        const { count } = await tx.user.updateMany({ where: { id: user.id }, data: { sessionsEndedAt: new Date() } });
+        if (count === 0) throw new NotFoundError(`no user "${user.username}" (deleted meanwhile)`);
+        await audit('user.signed_out', about(user, { reason: 'sign_out' }), context);
       });
     },
     revokeTokens(user, context, client) {

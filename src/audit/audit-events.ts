@@ -8,7 +8,7 @@
 export const AUDIT_EVENTS = {
   'login.succeeded': 'a username and password were accepted (login page, applications page)',
   'login.failed': 'a username and password were refused (unknown user, wrong password, disabled user)',
-  'login.blocked': 'a sign-in was refused unchecked: the login guard holds the username and address, or the address, over its limit',
+  'login.blocked': 'a sign-in was refused unchecked: too soon after earlier failures of the username from the address (or of the browser), or the address over its ceiling for a username that failed there',
   'consent.granted': 'a user pressed Allow on the consent page',
   'consent.denied': 'a user pressed Deny on the consent page, or Cancel on the login page',
   'token.issued': 'an authorization code was exchanged for tokens (written with the tokens, in their statement)',
@@ -25,6 +25,7 @@ export const AUDIT_EVENTS = {
   'user.enabled': 'an operator enabled a disabled user (users:enable)',
   'user.deleted': 'an operator deleted a user (users:delete)',
   'user.password_set': 'an operator set a user’s password (users:set-password)',
+  'user.signed_out': 'an operator ended every session of a user (users:sign-out; users:set-password and users:disable too, detail.reason)',
   'resource.added': 'an operator declared a resource server (resources:add)',
   'resource.removed': 'an operator removed a declared resource server (resources:remove)',
   'webhook.endpoint_added': 'a client added a webhook endpoint (settings page, /api/webhooks.php)',

@@ -60,11 +60,19 @@ export const USER_VERBS: VerbTable = {
   },
   'users:disable': {
     usage: '<user>',
-    summary: 'stop a user from logging in; end their grants and tokens at once',
+    summary: 'stop a user from logging in; end their sessions, grants and tokens at once',
     run: (args, io) => withUser(onlyArgument(args, 'user'), async (admin, user) => {
       const { changed, revoked } = await admin.users.disable(user, io.context);
       if (!changed) return `user ${user.username} is already disabled (since ${iso(user.disabledAt)})`;
-      return `disabled user ${named(user)}; ${endedText(revoked, (entry) => entry.clientName)}`;
+      return `disabled user ${named(user)} and ended their sessions; ${endedText(revoked, (entry) => entry.clientName)}`;
+    }),
+  },
+  'users:sign-out': {
+    usage: '<user>',
+    summary: 'end every session of a user: each browser signed in as them signs in again (grants and tokens stay: see tokens:revoke)',
+    run: (args, io) => withUser(onlyArgument(args, 'user'), async (admin, user) => {
+      await admin.users.signOut(user, io.context);
+      return `ended every session of ${named(user)}: every browser signed in as them must sign in again`;
     }),
   },
   'users:enable': {
@@ -85,14 +93,14 @@ export const USER_VERBS: VerbTable = {
   },
   'users:set-password': {
     usage: '<user> (--password-stdin | --password <password>)',
-    summary: "set a user's password (their grants and tokens stay: see tokens:revoke)",
+    summary: "set a user's password and end their sessions (their grants and tokens stay: see tokens:revoke)",
     async run(args, io) {
       const { values, positionals: [name] } = parse(args, ['user'], PASSWORD_OPTIONS);
       const password = await passwordOf(values, io.stdin);
       if (!password) throw new UsageError('missing --password-stdin (or --password)');
       return withUser(name!, async (admin, user) => {
         await admin.users.setPassword(user, password, io.context);
-        return `set the password of ${named(user)}`;
+        return `set the password of ${named(user)} and ended their sessions`;
       });
     },
   },

@@ -1,7 +1,19 @@
 /**
- * Every request, bracketed from its first middleware to its answer: counted while in flight,
- * given an id, and logged in one access line (method, route, status, duration in ms, request id,
- * client address and, where the request named or authenticated one, the client_id).
+ * Every request, bracketed from its first middleware to its answer: read as coming from its real
+ * client to BASE_URL, counted while in flight, given an id, and logged in one access line
+ * (method, route, status, duration in ms, request id, client address and, where the request named
+ * or authenticated one, the client_id).
+ *
+ * Read as coming to BASE_URL ({@link publicOrigin}, first of all middleware), because every URL
+ * the service publishes must derive from BASE_URL alone: oidc-provider builds the URLs of
+ * discovery, redirects and pages from the request (`ctx.oidc.urlFor` resolves against Koa's
+ * `ctx.href`: `Host`, `X-Forwarded-Host` behind a trusted proxy, or an absolute request target
+ * `GET http://other.example/…`), and a discovery document a cache kept would then send clients'
+ * codes and secrets elsewhere. So `Host` is set to BASE_URL's host, `X-Forwarded-Host` dropped,
+ * an absolute request target cut to its path; and the client's address is the one TRUST_PROXY
+ * says (config/proxy.ts; proxy-addr walks `X-Forwarded-For`), set as Koa's `ctx.ip`, with what a
+ * peer that is no trusted proxy says of proxies dropped. The scheme is checked later, after the
+ * health checks (http/responses.ts `requireScheme`). @see RFC 8414 §3.3, RFC 9110 §7.2, RFC 9112 §3.2.2
  *
  * In flight ({@link trackInFlight}), for a drained shutdown: the HTTP server only knows
  * connections, and a request whose client hung up has no connection left while its handler still
@@ -22,9 +34,56 @@
  * @example const inFlight = trackInFlight(); koa.use(inFlight.middleware).use(accessLog({ logger, knownPaths })); // then ctx.state.requestId
  */
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
+import proxyAddr from 'proxy-addr';
+import type { ProxyTrust } from '../config.js';
 import { clientAddress } from './rate-limit.js';
+
+/** Whether the peer at position `i` (0: the socket's, then X-Forwarded-For from the right) is a proxy we trust. */
+type Trusts = (address: string, i: number) => boolean;
+
+function trustOf(trust: ProxyTrust): Trusts | undefined {
+  if (trust.kind === 'none') return undefined;
+  if (trust.kind === 'hops') return (_address, i) => i < trust.hops;
+  return proxyAddr.compile([...trust.addresses]);
+}
+
+/** `scheme://authority` of an absolute request target (RFC 9112 §3.2.2). */
+const ABSOLUTE_FORM = /^[a-z][a-z\d+.-]*:\/\/[^/?#]*/i;
+
+/** The client's address as TRUST_PROXY says: the socket's peer, or what trusted proxies report. */
+function clientIp(req: IncomingMessage, trusts: Trusts | undefined): string {
+  const peer = req.socket.remoteAddress ?? '';
+  if (!trusts || !trusts(peer, 0)) return peer;
+  return proxyAddr(req, trusts);
+}
+
+/** Every request as if it came to BASE_URL, from the client TRUST_PROXY names (see the module comment). */
+export function publicOrigin({ baseUrl, trustProxy }: { baseUrl: string; trustProxy: ProxyTrust }): Middleware {
+  const { host } = new URL(baseUrl);
+  const trusts = trustOf(trustProxy);
+  return (ctx, next) => {
+    const { req } = ctx;
+    const headers = req.headers;
+    if (!trusts || !trusts(req.socket.remoteAddress ?? '', 0)) {
+      // Not from a proxy we trust: what it says of proxies is the client's own word.
+      delete headers['x-forwarded-for'];
+      delete headers['x-forwarded-proto'];
+    }
+    ctx.request.ip = clientIp(req, trusts);
+    delete headers['x-forwarded-host'];
+    headers.host = host;
+    const target = ABSOLUTE_FORM.exec(req.url ?? '');
+    if (target) {
+      const path = req.url!.slice(target[0].length);
+      ctx.url = path.startsWith('/') ? path : `/${path}`;
+      ctx.originalUrl = ctx.request.originalUrl = ctx.url;
+    }
+    return next();
+  };
+}
 
 export const REQUEST_ID_HEADER = 'X-Request-Id';
 const MAX_LENGTH = 128;

@@ -12,9 +12,9 @@
  *
  * The address a request comes from is keyed as the limits (and the login guard) count it
  * ({@link clientAddress}):
- * - `ctx.ip`: the socket's peer, or with TRUST_PROXY the last `X-Forwarded-For` entry, the one
- *   our own proxy appended (app.ts sets Koa's `maxIpsCount: 1`). Entries a client writes
- *   itself come before it and are never read, so rotating them cannot change the key.
+ * - `ctx.ip`: the socket's peer, or behind TRUST_PROXY the client its trusted proxies report
+ *   (http/access-log.ts `publicOrigin` sets it). Entries a client writes itself come before theirs and are
+ *   never read, so rotating them cannot change the key.
  * - IPv4, and IPv4-mapped IPv6 (`::ffff:192.0.2.1`), as the IPv4 address.
  * - IPv6 by its /64: one subscriber's line or host usually owns a whole /64 (RFC 6177,
  *   RFC 4291 §2.5.1), so keying by the full address would hand one machine 2^64 budgets.

@@ -19,6 +19,10 @@
  *   down). The provider lets any origin read the errors it answers before it knows the client; so
  *   do we, for these. An answer the provider's CORS saw (it always adds `Vary: Origin`) keeps its
  *   verdict: a refused origin stays refused.
+ * - {@link requireScheme}: a request that did not come over BASE_URL's scheme (TLS, or a trusted
+ *   proxy's first `X-Forwarded-Proto`) is refused, 400: an https service's Secure cookies cannot
+ *   be set on it (it was a 500). After the health checks: a load balancer probes them over http.
+ * - {@link publicCache}: how long discovery and the JWKS may be kept.
  * - {@link handleErrors}: anything thrown below becomes the spec's `{error, error_description}`
  *   with its status, through one responder (JSON or page). Internals never reach a response: an
  *   unexpected error is logged and answered with a generic 500. A store that is down, hung or
@@ -57,6 +61,27 @@ export function securityHeaders(options: { hsts: boolean; tokenPaths: ReadonlySe
     await next();
     const csp = ctx.response.get('Content-Security-Policy');
     if (csp !== CSP && NONE_BESIDE_HASH.test(csp)) ctx.set('Content-Security-Policy', csp.replace(NONE_BESIDE_HASH, 'script-src '));
+  };
+}
+
+export function requireScheme(baseUrl: string): Middleware {
+  const scheme = new URL(baseUrl).protocol.slice(0, -1);
+  return (ctx, next) => {
+    if (ctx.protocol !== scheme) throw new ServiceError('invalid_request', `This service is served at ${baseUrl} only: send requests over ${scheme}.`);
+    return next();
+  };
+}
+
+/**
+ * `Cache-Control` on public documents (the provider sets none): how long a client or a cache in
+ * front may keep each path's 200, by path. Safe to share between clients because nothing in
+ * them depends on the request (http/access-log.ts `publicOrigin`); the provider's CORS adds `Vary: Origin`.
+ */
+export function publicCache(maxAgeSeconds: Readonly<Record<string, number>>): Middleware {
+  return async (ctx, next) => {
+    await next();
+    const maxAge = maxAgeSeconds[ctx.path];
+    if (maxAge !== undefined && ctx.status === 200 && (ctx.method === 'GET' || ctx.method === 'HEAD')) ctx.set('Cache-Control', `public, max-age=${maxAge}`);
   };
 }
 

@@ -9,16 +9,17 @@ import type { Context } from 'koa';
 import type Provider from 'oidc-provider';
 
 export interface LoginSessions {
-  /** The account signed in through this browser, if any. */
-  accountId(ctx: Context): Promise<string | undefined>;
+  /** The account signed in through this browser, if any, and when it signed in (epoch seconds). */
+  signedIn(ctx: Context): Promise<{ accountId: string; signedInAt: number | undefined } | undefined>;
   /** Ends the browser's login session (authorizations will ask to sign in again). */
   end(ctx: Context): Promise<void>;
 }
 
 export function loginSessions(provider: Provider): LoginSessions {
   return {
-    async accountId(ctx) {
-      return (await provider.Session.get(ctx)).accountId ?? undefined;
+    async signedIn(ctx) {
+      const { accountId, loginTs } = await provider.Session.get(ctx);
+      return accountId ? { accountId, signedInAt: loginTs } : undefined;
     },
     async end(ctx) {
       const session = await provider.Session.get(ctx);

@@ -59,7 +59,8 @@ const ownToken = (_ctx: KoaContextWithOIDC, client: { clientId: string }, token:
 
 /**
  * The provider's interaction policy, plus one login check: a login session whose account
- * `findAccount` no longer finds (the user was disabled or deleted) must sign in again. The
+ * `findAccount` no longer finds (the user was disabled or deleted, or an operator ended their
+ * sessions) must sign in again. The
  * provider itself only asks whether the session names an account at all, and would go on to
  * consent with no account. With `prompt=none` the client gets `login_required`.
  * @see OpenID Connect Core §3.1.2.3 (the user must be authenticated), §3.1.2.6 (login_required)
@@ -245,7 +246,6 @@ export function createProvider(deps: ProviderDependencies): Provider {
     },
   });
 
-  provider.proxy = config.trustProxy;
 
   // Stored client_secret is a SHA-256 digest (clients/credentials.ts explains why); compare against it,
   // and against the previous secret's while its grace lasts. A client without one (public) is

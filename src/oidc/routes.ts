@@ -28,6 +28,15 @@ export const DISCOVERY_PATHS: readonly string[] = [
 ];
 
 /**
+ * The only paths handed to the provider at the end of the middleware chain (JWKS, revocation,
+ * discovery, the CORS preflights of the others). It also routes what the service does not offer,
+ * whatever its features say (`POST /session/end/confirm` of RP-initiated logout, which is off):
+ * a path not listed here is our 404 and never reaches it. A feature the provider is to serve
+ * (logout, say) adds its paths here.
+ */
+export const PROVIDER_PATHS: ReadonlySet<string> = new Set([...Object.values(ROUTES), ...DISCOVERY_PATHS]);
+
+/**
  * Paths that issue tokens: TOKEN_RATE_LIMIT_PER_MINUTE applies to them instead of
  * RATE_LIMIT_PER_MINUTE. A new token-issuing path is one more line here.
  *

@@ -1,8 +1,10 @@
 /**
  * The metrics listener: `GET /metrics` in the Prometheus text format on METRICS_PORT,
  * a listener of its own so that metrics are never served on the public port. Anything else: 404.
+ * It listens on METRICS_HOST (loopback by default): `/metrics` has no authentication and names
+ * client ids, so only an operator opens it to a scraper.
  *
- * @example const server = await startMetricsServer(metrics.registry, config.metricsPort); … await server.close();
+ * @example const server = await startMetricsServer(metrics.registry, { port: config.metricsPort, host: config.metricsHost }); … await server.close();
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -22,7 +24,7 @@ export interface MetricsServer {
  */
 const exposition = (text: string) => text.replace(/ Nan$/gm, ' NaN');
 
-export async function startMetricsServer(registry: Registry, port: number): Promise<MetricsServer> {
+export async function startMetricsServer(registry: Registry, { port, host }: { port: number; host: string }): Promise<MetricsServer> {
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '').split('?')[0];
     if (path !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
@@ -37,7 +39,7 @@ export async function startMetricsServer(registry: Registry, port: number): Prom
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, () => resolve());
+    server.listen(port, host, () => resolve());
   });
   return {
     port: (server.address() as AddressInfo).port,

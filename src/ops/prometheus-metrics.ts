@@ -108,8 +108,8 @@ export function prometheusMetrics({ db, redis }: MetricsSources): Metrics & { re
       };
     },
     countLogins: (guard) => ({
-      async attempt(username, address, verify) {
-        const result = await guard.attempt(username, address, verify);
+      async attempt(who, verify) {
+        const result = await guard.attempt(who, verify);
         logins.inc({ outcome: result.outcome });
         return result;
       },

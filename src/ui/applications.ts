@@ -11,7 +11,7 @@ import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { ServiceError } from '../errors.js';
 import { noteClient } from '../http/access-log.js';
-import { isActive } from '../accounts/provider-account.js';
+import { isActive, sessionEnded } from '../accounts/provider-account.js';
 import type { User } from '../accounts/user-store.js';
 import type { AuthorizedApps } from '../oidc/authorized-apps.js';
 import type { LoginSessions } from '../oidc/login-session.js';
@@ -52,10 +52,11 @@ export function applicationsRoutes(deps: ApplicationsDependencies): Router {
 
   async function signedInUser(ctx: Context): Promise<User | undefined> {
     const [accountId, expires] = (ctx.cookies.get(cookieName, { signed: true }) ?? '').split('~');
-    const own = accountId && Number(expires) > Date.now() / 1000 ? accountId : undefined;
-    const id = own ?? await deps.loginSessions.accountId(ctx);
-    const user = id ? await deps.findUser(id) : null;
-    return user && isActive(user) ? user : undefined; // a disabled user is signed out everywhere
+    const own = accountId && Number(expires) > Date.now() / 1000 ? { accountId, signedInAt: Number(expires) - PAGE_SESSION_SECONDS } : undefined;
+    const session = own ?? await deps.loginSessions.signedIn(ctx);
+    const user = session ? await deps.findUser(session.accountId) : null;
+    // A disabled user is signed out everywhere, and so is one whose sessions an operator ended.
+    return user && isActive(user) && !sessionEnded(user, session!.signedInAt) ? user : undefined;
   }
 
   function signInPage(ctx: Context, locals: { username?: string; error?: string } = {}, status = 200) {

@@ -39,11 +39,10 @@ export interface InteractionDependencies {
   consent: (request: ConsentRequest) => Promise<ConsentView>;
 }
 
+/** A refusal, as the client may learn of it: which client, never who refused (webhooks/events.ts). */
 export interface AuthorizationDenial {
   clientId: string;
   clientName: string;
-  /** Absent when the user cancelled at the login page. */
-  accountId: string | undefined;
 }
 
 /** A sign-in step that has ended (finished in another tab, gone Back to, expired after 1 hour). */
@@ -129,7 +128,7 @@ export function interactionRoutes({ provider, users, findUser, guard, audit, vie
     const { interaction, clientName } = await details(ctx);
     const clientId = String(interaction.params.client_id);
     const accountId = interaction.session?.accountId;
-    await onDenied({ clientId, clientName, accountId });
+    await onDenied({ clientId, clientName });
     const fields = { user: accountId, client: clientId, detail: { prompt: interaction.prompt.name } };
     await audit.record('consent.denied', fields, requestContext(ctx, accountId ? userActor(accountId) : ANONYMOUS));
     await finish(ctx, { error: 'access_denied', error_description: 'the user denied the request' }, false);

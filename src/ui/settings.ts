@@ -19,7 +19,7 @@ import { ClientInputError } from '../clients/client-store.js';
 import { EVENT_CATALOGUE, EVENT_TYPES } from '../webhooks/events.js';
 import type { WebhookService } from '../webhooks/webhook-service.js';
 import { WebhookInputError } from '../webhooks/webhook-service.js';
-import { checkCsrf, csrfToken } from './csrf.js';
+import { checkCsrf, csrfToken, renewCsrf } from './csrf.js';
 import { field } from './form.js';
 import { graceChoices, graceField } from './grace-field.js';
 import { endSettingsSession, readSettingsSession, SETTINGS_PATH, startSettingsSession } from './settings-session.js';
@@ -108,6 +108,7 @@ export function settingsRoutes(deps: SettingsDependencies): Router {
       if (!client) return signInPage(ctx, { clientId, error: 'Unknown client_id or wrong client_secret.' }, 401);
       noteClient(ctx, client.clientId);
       startSettingsSession(ctx, client, clock());
+      renewCsrf(ctx); // a token from before the sign-in is worth nothing after it (ui/csrf.ts)
       return back('signed_in');
     }
     const client = await signedIn(ctx);

@@ -8,11 +8,13 @@
  * @example const outcome = await signIn(ctx, { guard, users, audit }, { page: 'login', clientId }, username, password);
  */
 import type { Context } from 'koa';
+import { deviceCookieValue, trustedDevice } from '../accounts/login-guard.js';
 import type { LoginGuard } from '../accounts/login-guard.js';
 import type { LoginCheck, User, UserStore } from '../accounts/user-store.js';
 import { ANONYMOUS, requestContext, userActor } from '../audit/audit-log.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import { clientAddress } from '../http/rate-limit.js';
+import { renewCsrf } from './csrf.js';
 
 const WRONG_CREDENTIALS = 'Incorrect username or password.';
 
@@ -39,6 +41,13 @@ export function waitText(seconds: number): string {
   return `${amount} ${unit}${amount === 1 ? '' : 's'}`;
 }
 
+/**
+ * The browser's device cookie (accounts/login-guard.ts "Trusted browsers"): set at each sign-in,
+ * naming the user; signed, so only ours count. Over https `__Host-`: no sibling subdomain sets it.
+ */
+const deviceCookie = (ctx: Context) => (ctx.secure ? '__Host-login_device' : 'login_device');
+const DEVICE_COOKIE_DAYS = 365;
+
 const tooManyFailures = (seconds: number) => `Too many failed sign-in attempts. Try again in ${waitText(seconds)}.`;
 
 /**
@@ -48,7 +57,8 @@ const tooManyFailures = (seconds: number) => `Too many failed sign-in attempts. 
  */
 export async function signIn(ctx: Context, deps: SignInDependencies, place: SignInPlace, username: string, password: string): Promise<SignInOutcome> {
   const seen: { check?: LoginCheck } = {};
-  const result = await deps.guard.attempt(username, clientAddress(ctx), async () => {
+  const device = trustedDevice(ctx.cookies.get(deviceCookie(ctx), { signed: true }), username);
+  const result = await deps.guard.attempt({ username, address: clientAddress(ctx), device }, async () => {
     const check = seen.check = await deps.users.checkLogin(username, password);
     return check.outcome === 'accepted' ? check.user : undefined;
   });
@@ -57,6 +67,10 @@ export async function signIn(ctx: Context, deps: SignInDependencies, place: Sign
   const fields = { user: named?.id, client: place.clientId, detail: { page: place.page, ...(named ? { username: named.username } : {}) } };
   if (result.outcome === 'success') {
     await deps.audit.record('login.succeeded', fields, requestContext(ctx, userActor(result.value.id)));
+    renewCsrf(ctx); // a token from before the sign-in is worth nothing after it (ui/csrf.ts)
+    ctx.cookies.set(deviceCookie(ctx), deviceCookieValue(username), {
+      signed: true, httpOnly: true, sameSite: 'lax', secure: ctx.secure, path: '/', maxAge: DEVICE_COOKIE_DAYS * 24 * 3600 * 1000,
+    });
     return { user: result.value };
   }
   if (result.outcome === 'blocked') {

@@ -1,6 +1,7 @@
 /**
  * The event catalogue: every event a client can subscribe to, when it is raised and what its
- * `data` holds. Payloads name the client and, where there is one, the user; they never carry
+ * `data` holds. Payloads name the client and, where the user gave the client access, the user
+ * (never on a refusal); they never carry
  * secrets, tokens or codes (a grant is named by its id, which authorizes nothing).
  *
  * @example if (isEventType(name)) endpoint.events.push(name);
@@ -12,9 +13,11 @@ export const EVENT_CATALOGUE = {
     when: 'each approved authorization request: on the consent page, or silently when an earlier consent covers it',
     data: ['client_id', 'client_name', 'username', 'scope'],
   },
+  // No username or account id: registration is open, so any client could send signed-in users
+  // here and learn who each one who refuses is. The audit trail keeps who it was (consent.denied).
   'authorization.denied': {
-    when: 'a user refuses an authorization request (Deny on the consent page, Cancel on the login page)',
-    data: ['client_id', 'client_name', 'username?'],
+    when: 'a user refuses an authorization request (Deny on the consent page, Cancel on the login page); it names no user',
+    data: ['client_id', 'client_name'],
   },
   'token.issued': {
     when: 'an authorization code is exchanged for tokens at the token endpoint',

@@ -146,7 +146,7 @@ describe('audit rows and lines of the CLI', () => {
       ].map(expectSuccess);
       const rotated = (JSON.parse(runs[3]!.stdout) as { client_secret: string }).client_secret;
       const rows = await t.app.db.prisma.auditEvent.findMany({ where: { actor: 'operator' } });
-      expect(rows.map((row) => row.event).sort()).toEqual(['client.secret_rotated', 'user.created', 'user.password_set', 'user.password_set']);
+      expect(rows.map((row) => row.event).sort()).toEqual(['client.secret_rotated', 'user.created', 'user.password_set', 'user.password_set', 'user.signed_out', 'user.signed_out']);
       const written = JSON.stringify(rows.map(({ id, ...row }) => ({ id: String(id), ...row }))) + runs.map((run) => run.stderr).join('');
       expect(runs.map((run) => run.stderr).join('')).toContain('"msg":"audit"');
       for (const secret of [...Object.values(secrets), rotated, client.client_secret]) expect(written).not.toContain(secret);

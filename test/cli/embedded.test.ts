@@ -5,6 +5,7 @@
  * only one that works, and the audit trail holds the operator's rows.
  */
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
+import { APPLICATIONS_PATH, postApplicationsForm } from '../helpers/applications-page.js';
 import { Browser } from '../helpers/browser.js';
 import type { TestClient, TestUser } from '../helpers/browser.js';
 import { buildDist } from '../helpers/build.js';
@@ -29,20 +30,26 @@ afterAll(async () => { await t?.close(); });
 const cli = (args: string[], input?: string) => runCli(args, { DATA_DIR: t.env.DATA_DIR! }, { input, timeoutMs: EMBEDDED_TIMEOUT });
 
 test('while the service holds DATA_DIR the CLI refuses plainly; stopped, the CLI changes what the restarted service sees', async () => {
+  // Carol signs in on the applications page: a signed cookie, which outlives a restart.
+  const carol = await createUser(t);
+  const carols = new Browser(t.baseUrl);
+  expect((await postApplicationsForm(carols, 'sign_in', { username: carol.username, password: carol.password })).status).toBe(303);
   expectCleanFailure(await cli(['users:disable', alice.username]), /in use by process \d+/, 1);
   await t.close({ keepData: true });
 
-  expect(JSON.parse(expectSuccess(await cli(['users:list', '--json'])).stdout)).toEqual([expect.objectContaining({ username: alice.username, disabled_at: null })]);
-  expect(expectSuccess(await cli(['users:disable', alice.username])).stdout).toMatch(/^disabled user .*; ended 1 grant/);
+  expect(JSON.parse(expectSuccess(await cli(['users:list', '--json'])).stdout)).toContainEqual(expect.objectContaining({ username: alice.username, disabled_at: null }));
+  expect(expectSuccess(await cli(['users:disable', alice.username])).stdout).toMatch(/^disabled user .* and ended their sessions; ended 1 grant/);
   expectSuccess(await cli(['user:create', '--username', 'bob', '--email', 'bob@example.com', '--full-name', 'Bob', '--password-stdin'], 'bob password 123\n'));
   const rotated = JSON.parse(expectSuccess(await cli(['clients:rotate-secret', client.client_id, '--grace', '0', '--json'])).stdout) as { client_secret: string };
-  const trail = JSON.parse(expectSuccess(await cli(['audit:list', '--json', '--limit', '4'])).stdout) as { event: string; actor: string }[];
+  expectSuccess(await cli(['users:sign-out', carol.username]));
+  const trail = JSON.parse(expectSuccess(await cli(['audit:list', '--json', '--limit', '6'])).stdout) as { event: string; actor: string }[];
   expect(trail.map((entry) => [entry.event, entry.actor])).toEqual([
-    ['client.secret_rotated', 'operator'], ['user.created', 'operator'], ['user.disabled', 'operator'], ['token.revoked', 'operator'],
+    ['user.signed_out', 'operator'], ['client.secret_rotated', 'operator'], ['user.created', 'operator'], ['user.signed_out', 'operator'], ['user.disabled', 'operator'], ['token.revoked', 'operator'],
   ]);
 
   t = await startTestApp({ mode: 'embedded', reuse: t.env });
   expect((await userinfo(t, `Bearer ${accessToken}`)).status).toBe(401);
+  expect((await carols.request(APPLICATIONS_PATH)).body).toContain('name="password"'); // signed out by users:sign-out
   const browser = new Browser(t.baseUrl);
   const page = await browser.follow(`/api/authorize.php?${new URLSearchParams({ client_id: client.client_id, redirect_uri: client.redirect_uri, response_type: 'code' })}`);
   const refused = await browser.submit(page, '/login', { username: alice.username, password: alice.password });

@@ -73,7 +73,7 @@ describe('users:disable and users:enable', () => {
     expect(wrongPassword).toEqual({ status: 401, error: 'Incorrect username or password.' });
 
     const run = expectSuccess(await cli(['users:disable', user.username]));
-    expect(run.stdout).toMatch(new RegExp(`^disabled user ${user.username} \\(${id}\\); ended 2 grants \\(Calendar: 2\\)$`, 'm'));
+    expect(run.stdout).toMatch(new RegExp(`^disabled user ${user.username} \\(${id}\\) and ended their sessions; ended 2 grants \\(Calendar: 2\\)$`, 'm'));
 
     // At once, on the running service: no login, on either page, with exactly the wrong-password answer
     // (only the audit trail says why).
@@ -97,14 +97,15 @@ describe('users:disable and users:enable', () => {
     const hit = await receiver.next((h) => h.event.type === 'token.revoked' && h.event.data.username === user.username);
     expect(hit.event.data).toMatchObject({ client_id: client.client_id, reason: 'admin_revoked', token_type: 'grant' });
 
-    // Audited as the operator, in one command (one request id): the revocation and the disabling.
+    // Audited as the operator, in one command (one request id): the revocation, the disabling, the sessions ended.
     const rows = await t.app.db.prisma.auditEvent.findMany({ where: { userId: id, actor: 'operator' }, orderBy: { id: 'asc' } });
-    expect(rows.map((row) => row.event)).toEqual(['token.revoked', 'user.disabled']);
+    expect(rows.map((row) => row.event)).toEqual(['token.revoked', 'user.disabled', 'user.signed_out']);
+    expect(rows[2]).toMatchObject({ detail: { username: user.username, reason: 'disabled' } });
     expect(new Set(rows.map((row) => row.requestId)).size).toBe(1);
     expect(rows[0]!.requestId).toMatch(/^cli-[0-9a-f-]{36}$/);
     expect(rows[1]).toMatchObject({ address: null, detail: { username: user.username, grants_revoked: 2, os_user: expect.any(String) } });
     expect(rows[0]).toMatchObject({ clientId: client.client_id, detail: { reason: 'admin_revoked', grant_ids: expect.any(Array) } });
-    expect(auditLines(run).map((line) => line.event)).toEqual(['token.revoked', 'user.disabled']);
+    expect(auditLines(run).map((line) => line.event)).toEqual(['token.revoked', 'user.disabled', 'user.signed_out']);
 
     // Again: nothing to do, said plainly, nothing written.
     expect(expectSuccess(await cli(['users:disable', id])).stdout).toMatch(/is already disabled \(since \d{4}-/);
@@ -114,6 +115,8 @@ describe('users:disable and users:enable', () => {
     expect(expectSuccess(await cli(['users:enable', user.username])).stdout).toMatch('is not disabled');
     expect((await new Browser(t.baseUrl).authorize(client, user)).searchParams.get('code')).toBeTruthy();
     expect(await t.app.db.prisma.auditEvent.count({ where: { userId: id, event: 'user.enabled', actor: 'operator' } })).toBe(1);
+    // The session from before the disabling stays ended: enabling brings no session back.
+    expect((await browser.follow(authorizeQuery())).body).toContain('id="username"');
   });
 });
 
@@ -152,6 +155,7 @@ describe('users:set-password', () => {
     expect((await new Browser(t.baseUrl).authorize(client, { ...user, password: 'another new password' })).searchParams.get('code')).toBeTruthy();
     const rows = await t.app.db.prisma.auditEvent.findMany({ where: { userId: id, event: 'user.password_set' } });
     expect(rows).toHaveLength(2);
+    expect(await t.app.db.prisma.auditEvent.count({ where: { userId: id, event: 'user.signed_out', detail: { path: ['reason'], equals: 'password_set' } } })).toBe(2);
     expect(JSON.stringify(rows.map((row) => row.detail))).not.toMatch(/password from stdin|another new password/);
   });
 
@@ -164,6 +168,72 @@ describe('users:set-password', () => {
     const user = await createUser(t);
     expectCleanFailure(await cli(args.map((arg) => (arg === 'USER' ? user.username : arg)), input), message, code);
     expect((await new Browser(t.baseUrl).authorize(client, user)).searchParams.get('code')).toBeTruthy();
+  });
+});
+
+describe('ending a user\'s sessions', () => {
+  /** A browser signed in as `user` both ways: a login session (it has authorized the client) and the applications page's own sign-in. */
+  async function signedInBrowsers(user: TestUser) {
+    const flow = new Browser(t.baseUrl);
+    expect((await flow.authorize(client, user)).searchParams.get('code')).toBeTruthy();
+    expect((await flow.authorize(client, user)).searchParams.get('code')).toBeTruthy(); // silently, from the session
+    const page = new Browser(t.baseUrl);
+    expect((await postApplicationsForm(page, 'sign_in', { username: user.username, password: user.password })).status).toBe(303);
+    expect((await page.request('/api/applications.php')).body).toContain('Your applications');
+    return { flow, page };
+  }
+
+  /** What each browser sees now: the login page (or a code) and the applications page (or its sign-in form). */
+  async function seen({ flow, page }: { flow: Browser; page: Browser }) {
+    const authorize = await flow.follow(authorizeQuery());
+    const none = new URL((await flow.request(authorizeQuery({ prompt: 'none' }))).location!);
+    return {
+      authorize: authorize.body.includes('id="username"') ? 'login page' : authorize.location ? 'code' : authorize.status,
+      promptNone: none.searchParams.get('error') ?? 'code',
+      flowApplications: (await flow.request('/api/applications.php')).body.includes('Your applications') ? 'signed in' : 'sign-in form',
+      pageApplications: (await page.request('/api/applications.php')).body.includes('Your applications') ? 'signed in' : 'sign-in form',
+    };
+  }
+  const ENDED = { authorize: 'login page', promptNone: 'login_required', flowApplications: 'sign-in form', pageApplications: 'sign-in form' };
+
+  /** Waits into the second after the user's sessions were ended: a sign-in in that very second is ended too. */
+  async function pastTheEnd(id: string) {
+    const { sessionsEndedAt } = await t.app.db.prisma.user.findUniqueOrThrow({ where: { id } });
+    const wait = Math.floor(sessionsEndedAt!.getTime() / 1000) * 1000 + 1000 - Date.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait + 20));
+  }
+
+  test('users:sign-out ends every session of the user on the running service (login sessions and the applications page\'s sign-in); grants and tokens stay; a new sign-in works', async () => {
+    const user = await createUser(t);
+    const other = await createUser(t);
+    const id = await idOf(user.username);
+    const browsers = await signedInBrowsers(user);
+    const others = await signedInBrowsers(other);
+    const tokens = await obtainTokens(t, client, user);
+
+    const run = expectSuccess(await cli(['users:sign-out', user.username]));
+    expect(run.stdout).toBe(`ended every session of ${user.username} (${id}): every browser signed in as them must sign in again\n`);
+    expect(await seen(browsers)).toEqual(ENDED);
+    expect(await seen(others)).toEqual({ authorize: 'code', promptNone: 'code', flowApplications: 'signed in', pageApplications: 'signed in' });
+    expect((await userinfo(t, `Bearer ${tokens.access_token}`)).status).toBe(200); // tokens:revoke ends those
+
+    const rows = await t.app.db.prisma.auditEvent.findMany({ where: { userId: id, event: 'user.signed_out' } });
+    expect(rows).toEqual([expect.objectContaining({ actor: 'operator', detail: { username: user.username, reason: 'sign_out', os_user: expect.any(String) } })]);
+    expect(auditLines(run).map((line) => line.event)).toEqual(['user.signed_out']);
+
+    await pastTheEnd(id);
+    expect(await seen(await signedInBrowsers(user))).toEqual({ authorize: 'code', promptNone: 'code', flowApplications: 'signed in', pageApplications: 'signed in' });
+  });
+
+  test('users:set-password ends them too: a session taken before (a stolen cookie) is over', async () => {
+    const user = await createUser(t);
+    const browsers = await signedInBrowsers(user);
+    expectSuccess(await cli(['users:set-password', user.username, '--password-stdin'], 'a brand new password\n'));
+    expect(await seen(browsers)).toEqual(ENDED);
+  });
+
+  test('an unknown user: a clean failure, exit 1', async () => {
+    expectCleanFailure(await cli(['users:sign-out', 'nobody-at-all']), 'no user "nobody-at-all"', 1);
   });
 });
 

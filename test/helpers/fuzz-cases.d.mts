@@ -5,6 +5,8 @@ export interface FuzzContext {
   webhookId?: string;
   /** URLs of metadata documents of every wrong shape, served locally ({@link wrongDocuments}). */
   documents?: string[];
+  /** A browser's anti-forgery cookie and token: every form's `_csrf` is fuzzed with it. */
+  csrf?: { cookie: string; token: string };
 }
 
 export interface DocumentRoute { status?: number; headers?: Record<string, string>; body: unknown; delayMs?: number }
@@ -19,6 +21,7 @@ export interface FuzzResponse { status: number; headers: Record<string, string>;
 
 export function rng(seed: number): { next(): number; int(n: number): number; pick<T>(list: readonly T[]): T; chance(p: number): boolean };
 export function generateCases(options: { seed: number; count: number; context?: FuzzContext }): Generator<FuzzCase>;
+export function csrfContext(baseUrl: string): Promise<{ cookie: string; token: string }>;
 export function slowCases(path?: string): SlowCase[];
 export function requestBytes(c: FuzzCase, host: string): Buffer;
 export function sendCase(baseUrl: string, c: FuzzCase, options?: { timeoutMs?: number }): Promise<FuzzResponse>;

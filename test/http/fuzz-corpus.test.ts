@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { serverOptions } from '../../src/http/server-timeouts.js';
 import { basicAuth, registerClient } from '../helpers/fixtures.js';
-import { generateCases, problemsOf, sendCase } from '../helpers/fuzz-cases.mjs';
+import { csrfContext, generateCases, problemsOf, sendCase } from '../helpers/fuzz-cases.mjs';
 import type { FuzzContext } from '../helpers/fuzz-cases.mjs';
 import { startTestApp } from '../helpers/test-app.js';
 import type { TestApp } from '../helpers/test-app.js';
@@ -61,7 +61,7 @@ describe(`fuzz corpus (seed ${SEED}, ${COUNT} cases)`, () => {
     });
     expect(uid).toBeDefined();
     expect(hook.status).toBe(201);
-    context = { client, interaction: { uid: uid!, cookie }, webhookId: ((await hook.json()) as { id: string }).id };
+    context = { client, interaction: { uid: uid!, cookie }, webhookId: ((await hook.json()) as { id: string }).id, csrf: await csrfContext(t.baseUrl) };
   });
 
   afterAll(async () => {
@@ -83,6 +83,9 @@ describe(`fuzz corpus (seed ${SEED}, ${COUNT} cases)`, () => {
     };
     await Promise.all(Array.from({ length: 4 }, worker));
     expect(problems).toEqual([]);
+    // Every form's _csrf was fuzzed.
+    const forms = [...generateCases({ seed: SEED, count: COUNT, context })].filter((c) => c.name?.endsWith('(csrf)')).map((c) => c.target!.split('?')[0]);
+    expect(new Set(forms).size).toBe(6);
     // The corpus reaches past the parsers: refusals of every kind, and pages served.
     expect([...statuses]).toEqual(expect.arrayContaining([200, 400, 401, 404]));
   }, 180_000);

@@ -29,7 +29,7 @@ describe('every model through the generated client', () => {
       data: { id, username: `u-${id}`, email: 'a@example.com', fullName: 'A Person', passwordHash: '$argon2id$x' },
     });
     expect(created).toEqual({
-      id, username: `u-${id}`, email: 'a@example.com', fullName: 'A Person', passwordHash: '$argon2id$x', createdAt: expect.any(Date), disabledAt: null,
+      id, username: `u-${id}`, email: 'a@example.com', fullName: 'A Person', passwordHash: '$argon2id$x', createdAt: expect.any(Date), disabledAt: null, sessionsEndedAt: null,
     });
     expect(Math.abs(created.createdAt.getTime() - start)).toBeLessThan(60_000);
     expect(await prisma.user.findUnique({ where: { username: `u-${id}` } })).toEqual(created);

@@ -148,8 +148,12 @@ describe.each<Mode>(['postgres', 'embedded'])('authorized applications page (%s)
     const staleTab = await signIn(browser, carol);
     const shown = /name="for_user" value="([^"]*)"/.exec(staleTab.body)?.[1];
     expect(shown).toEqual(expect.any(String));
-    await signIn(browser, dave); // another tab of the same browser
-    const res = await browser.request(PATH, { form: { _csrf: csrfOf(staleTab), action: 'revoke', client_id: photos.client_id, for_user: shown! } });
+    const davesPage = await signIn(browser, dave); // another tab of the same browser
+    // The stale tab's token was renewed at Dave's sign-in (ui/csrf.ts): 403.
+    const stale = await browser.request(PATH, { form: { _csrf: csrfOf(staleTab), action: 'revoke', client_id: photos.client_id, for_user: shown! } });
+    expect(stale.status).toBe(403);
+    // And with this browser's token, the form naming Carol still revokes nothing.
+    const res = await browser.request(PATH, { form: { _csrf: csrfOf(davesPage), action: 'revoke', client_id: photos.client_id, for_user: shown! } });
     expect(res.status).toBe(409);
     expect(res.body).toContain(`signed in as ${dave.username} since. Nothing was revoked`);
     for (const tokens of [carolsTokens, davesTokens]) expect((await userinfo(t, `Bearer ${tokens.access_token}`)).status).toBe(200);

@@ -241,6 +241,10 @@ describe('POST /api/register.php (JSON)', () => {
     ['with a C1 control character', { client_name: '\u0085Demo' }],
     ['with a right-to-left override', { client_name: 'Demo \u202egnp.exe' }],
     ['invisible (zero-width only)', { client_name: '\u200b\u200b' }],
+    ['blank-looking (the Hangul filler)', { client_name: '\u3164' }],
+    ['blank-looking (the Braille blank)', { client_name: '\u2800' }],
+    ['with a right-to-left mark', { client_name: 'Demo\u200f' }],
+    ['with stacked combining marks', { client_name: 'Z\u0301\u0302\u0303\u0304\u0305' }],
   ])('a %s client_name is 400 invalid_request', async (_, name) => {
     const res = await postJson({ redirect_uri: GOOD.redirect_uri, ...name });
     expect(res.status).toBe(400);

@@ -35,8 +35,13 @@ describe('a tab left open on another application', () => {
     expect(shown).toBe(x.client_id);
     // Another tab of the same browser signs out and in as App Y.
     await post(browser, await browser.request('/api/settings.php'), 'sign_out');
-    await signIn(browser, y);
-    const res = await post(browser, staleTab, 'update_client', { for_client: shown!, client_name: 'App X v2', redirect_uri: 'https://x.example/cb' });
+    const yPage = await signIn(browser, y);
+    // The stale tab's token was renewed at the sign-in (ui/csrf.ts): 403, nothing changed.
+    const stale = await post(browser, staleTab, 'update_client', { for_client: shown!, client_name: 'App X v2', redirect_uri: 'https://x.example/cb' });
+    expect(stale.status).toBe(403);
+    // With this browser's current token, the form naming App X still changes nothing.
+    const token = /name="_csrf" value="([^"]*)"/.exec(yPage.body)![1]!;
+    const res = await browser.request('/api/settings.php?action=update_client', { form: { _csrf: token, for_client: shown!, client_name: 'App X v2', redirect_uri: 'https://x.example/cb' } });
     expect(res.status).toBe(409);
     expect(res.headers.get('content-type')).toMatch(/^text\/html/);
     expect(unescape(res.body)).toContain(`signed in to settings as App Y (${y.client_id}) since. Nothing was changed`);

@@ -103,7 +103,11 @@ describe('delivery (postgres)', () => {
 
     const denied = await new Browser(t.baseUrl).authorize(client, user, {}, 'deny');
     expect(denied.searchParams.get('error')).toBe('access_denied');
-    expect((await of('authorization.denied')).event.data).toEqual({ ...base, username: user.username });
+    // A refusal names no one: any client may send signed-in visitors here and learn nothing of those who say no.
+    const refusal = await of('authorization.denied');
+    expect(refusal.event.data).toEqual(base);
+    const stored = await t.app.users.findByUsername(user.username);
+    for (const identity of [user.username, stored!.id]) expect(refusal.body).not.toContain(identity);
 
     for (const hit of receiver.hits.filter((h) => h.path === '/all')) {
       expect(verify(hit, hook.secret)).toBeTruthy();
