@@ -23,7 +23,7 @@ import type { DocumentServer } from '../helpers/document-server.js';
 import { startInstance, stopInstance, TEST_KEYS_ENCRYPTION_KEY } from '../helpers/instance.js';
 import type { Instance } from '../helpers/instance.js';
 import { pkcePair, pkceParams } from '../helpers/pkce.js';
-import { createTestDatabase, deleteRedisKeys, dropDatabase, REDIS_URL, tempDataDir, testRedisPrefix } from '../helpers/services.js';
+import { createTestDatabase, deleteRedisKeys, dropDatabase, freePort, REDIS_URL, tempDataDir, testRedisPrefix } from '../helpers/services.js';
 import type { TestDatabase } from '../helpers/services.js';
 import { postSettingsForm, signInOnSettingsPage } from '../helpers/settings-page.js';
 import { UNLIMITED } from '../helpers/test-app.js';
@@ -56,6 +56,8 @@ interface Principal {
 
 interface World {
   baseUrl: string;
+  /** Where `/metrics` is served (METRICS_PORT, on loopback as METRICS_HOST is by default). */
+  metricsUrl: string;
   principals: Map<Kind, Principal>;
   browser: Browser;
   close(): Promise<void>;
@@ -99,9 +101,13 @@ async function startWorld(mode: 'postgres' | 'embedded', tls: Certificates, docs
   const store: Record<string, string> = mode === 'postgres'
     ? { DATABASE_URL: (database = await createTestDatabase()).url, REDIS_URL, REDIS_KEY_PREFIX: prefix }
     : { DATA_DIR: dataDir };
+  const metricsPort = await freePort();
   const env = {
-    ...store, ...UNLIMITED, NODE_EXTRA_CA_CERTS: tls.caFile, CLIENT_METADATA_ALLOW_PRIVATE_NETWORKS: 'true',
+    ...store, ...UNLIMITED, NODE_EXTRA_CA_CERTS: tls.caFile, CLIENT_METADATA_ALLOW_PRIVATE_NETWORKS: 'true', METRICS_PORT: String(metricsPort),
     REGISTRATION_INITIAL_ACCESS_TOKEN: INITIAL_ACCESS_TOKEN, KEYS_ENCRYPTION_KEY: TEST_KEYS_ENCRYPTION_KEY,
+    // Each sign-in attempt comes from an address of its own (X-Forwarded-For through one trusted
+    // hop), so the login guard's counters, tested on their own, do not answer for the credentials here.
+    TRUST_PROXY: '1',
   };
   const cli = (args: string[], input?: string) => runCli(args, { ...store, KEYS_ENCRYPTION_KEY: TEST_KEYS_ENCRYPTION_KEY }, input === undefined ? {} : { input });
   expectSuccess(await cli(['user:create', '--username', USER.username, '--email', 'owner@example.com', '--full-name', 'Owner', '--password-stdin'], USER.password));
@@ -128,7 +134,7 @@ async function startWorld(mode: 'postgres' | 'embedded', tls: Certificates, docs
   principals.set('user', { kind: 'user', clientId: USER.username, secrets: { current: USER.password }, isPublic: false, authorizes: false, redirectUri: REDIRECT });
 
   const browser = new Browser(baseUrl);
-  const world: World = { baseUrl, principals, browser, close: async () => {} };
+  const world: World = { baseUrl, metricsUrl: `http://127.0.0.1:${metricsPort}`, principals, browser, close: async () => {} };
   // Signed in and consented once per client, one at a time: every later code is a silent redirect.
   for (const p of principals.values()) if (p.authorizes) await code(world, p);
   // The deleted client held a token when an operator deleted it (the server stopped: the embedded database has one owner).
@@ -283,20 +289,38 @@ const SURFACES: Record<string, Attempt> = {
     if (token === 'n/a') return 'n/a';
     return formPost(world, '/api/register.php', '/api/register.php', { client_name: 'Form Client', redirect_uri: REDIRECT, initial_access_token: token ?? '' });
   },
+  // Surfaces that trust nothing a request carries: whatever is presented (as a bearer token) changes nothing.
+  discovery: (world, p, credential) => carrying(world, p, credential, `${world.baseUrl}/.well-known/oauth-authorization-server`),
+  JWKS: (world, p, credential) => carrying(world, p, credential, `${world.baseUrl}/api/jwks.php`),
+  readiness: (world, p, credential) => carrying(world, p, credential, `${world.baseUrl}/healthz/ready`),
+  metrics: (world, p, credential) => carrying(world, p, credential, `${world.metricsUrl}/metrics`),
+  'metrics on the public port': (world, p, credential) => carrying(world, p, credential, `${world.baseUrl}/metrics`),
   async 'applications sign-in'(world, p, credential) {
     const secret = credential === 'foreign' ? { value: (await tokens(world, otherOf(world, p))).access_token } : secretOf(world, p, credential);
     if (secret === 'n/a') return 'n/a';
-    return formPost(world, '/api/applications.php', '/api/applications.php', { action: 'sign_in', username: p.clientId, password: secret === 'none' ? '' : secret.value });
+    return formPost(world, '/api/applications.php', '/api/applications.php', { action: 'sign_in', username: p.clientId, password: secret === 'none' ? '' : secret.value }, { 'x-forwarded-for': freshAddress() });
   },
 };
 
-/** A page's form posted as a browser does (its anti-forgery token from the page): the status of the answer itself. */
-async function formPost(world: World, pagePath: string, action: string, fields: Record<string, string>): Promise<string> {
-  const browser = new Browser(world.baseUrl);
-  const page = await browser.request(pagePath);
-  const csrf = /name="_csrf" value="([^"]*)"/.exec(page.body)![1]!;
-  return String((await browser.request(action, { form: { _csrf: csrf, ...fields } })).status);
+/** A GET of `url` carrying the principal's credential as a bearer token (none for a public client's own way, or an empty one). */
+async function carrying(world: World, p: Principal, credential: Credential, url: string): Promise<string> {
+  const secret = credential === 'foreign' ? { value: (await tokens(world, otherOf(world, p))).access_token } : secretOf(world, p, credential);
+  if (secret === 'n/a') return 'n/a';
+  const bearer = secret === 'none' || secret.value === '' ? undefined : secret.value;
+  return answerOf(await fetch(url, { headers: bearer === undefined ? {} : { authorization: `Bearer ${bearer}` } }));
 }
+
+/** A page's form posted as a browser does (its anti-forgery token from the page): the status of the answer itself. */
+async function formPost(world: World, pagePath: string, action: string, fields: Record<string, string>, headers: Record<string, string> = {}): Promise<string> {
+  const browser = new Browser(world.baseUrl);
+  const page = await browser.request(pagePath, { headers });
+  const csrf = /name="_csrf" value="([^"]*)"/.exec(page.body)![1]!;
+  return String((await browser.request(action, { form: { _csrf: csrf, ...fields }, headers })).status);
+}
+
+/** An address no other attempt of this run came from. */
+let addresses = 0;
+const freshAddress = () => { addresses += 1; return `10.${(addresses >> 16) & 255}.${(addresses >> 8) & 255}.${addresses & 255}`; };
 
 /** The Bearer a registration presents as `credential`: the initial access token (current), none (empty), or something else. */
 async function registrationToken(world: World, p: Principal, credential: Credential): Promise<string | undefined | 'n/a'> {
