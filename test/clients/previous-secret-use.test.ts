@@ -11,7 +11,7 @@ import { hashClientSecret, matchClientSecret } from '../../src/clients/credentia
 import { createLogger } from '../../src/ops/logger.js';
 import { Browser } from '../helpers/browser.js';
 import { basicAuth, createUser, postForm, registerClient, tokenRequest } from '../helpers/fixtures.js';
-import { parsePrometheusText, sampleValue } from '../helpers/prometheus-text.js';
+import { describeWithParser, parsePrometheusText, sampleValue } from '../helpers/prometheus-text.js';
 import { webhooksApi } from '../helpers/receiver.js';
 import { pageText, postSettingsForm, signInOnSettingsPage } from '../helpers/settings-page.js';
 import { startTestApp } from '../helpers/test-app.js';
@@ -37,7 +37,7 @@ type Line = Record<string, unknown>;
 describe('a use of the previous secret, on PostgreSQL and Redis with METRICS_PORT', () => {
   const chunks: string[] = [];
   const lines = (): Line[] => chunks.join('').split('\n').filter(Boolean).map((line) => JSON.parse(line) as Line);
-  const reports = () => lines().filter((line) => line.msg === 'previous client secret used');
+  const reports = (clientId: string) => lines().filter((line) => line.msg === 'previous client secret used' && line.client_id === clientId);
   let t: TestApp;
   beforeAll(async () => {
     const logger = createLogger({ level: 'info', destination: { write: (chunk: string) => { chunks.push(chunk); } } });
@@ -45,27 +45,25 @@ describe('a use of the previous secret, on PostgreSQL and Redis with METRICS_POR
   });
   afterAll(async () => { await t?.close(); });
 
-  const uses = async (clientId: string) => {
-    const res = await fetch(`http://127.0.0.1:${t.app.metricsPort}/metrics`);
-    return sampleValue(await parsePrometheusText(await res.text()), 'oauth_client_previous_secret_uses_total', { client_id: clientId }) ?? 0;
-  };
-
-  test('is accepted everywhere a client authenticates, and each use is one warn line (client and request, no secret) and one count', async () => {
+  /** A client whose secret was rotated with a grace on its settings page, and a user to sign in. */
+  async function rotated() {
     const client = await registerClient(t);
     const user = await createUser(t);
     const settings = new Browser(t.baseUrl);
-    const rotated = await postSettingsForm(settings, await signInOnSettingsPage(settings, client), 'rotate_secret', { grace: '1h' });
-    const newSecret = pageText(rotated, 'new_client_secret')!;
-    const until = pageText(rotated, 'previous_secret_expires_at')!;
-    const fresh = { ...client, client_secret: newSecret };
+    const page = await postSettingsForm(settings, await signInOnSettingsPage(settings, client), 'rotate_secret', { grace: '1h' });
+    return { client, user, newSecret: pageText(page, 'new_client_secret')!, until: pageText(page, 'previous_secret_expires_at')! };
+  }
+  type Rotated = Awaited<ReturnType<typeof rotated>>;
 
-    // The new secret: neither reported nor counted.
+  /** The new secret: a code exchange and the webhooks API. */
+  async function useNewSecret({ client, user, newSecret }: Rotated) {
     const code = (await new Browser(t.baseUrl).authorize(client, user)).searchParams.get('code')!;
     expect((await tokenRequest(t, { code, client_id: client.client_id, client_secret: newSecret })).status).toBe(200);
-    expect(reports()).toEqual([]);
-    expect(await uses(client.client_id)).toBe(0);
+    expect((await webhooksApi(t.baseUrl, { ...client, client_secret: newSecret })).status).toBe(200);
+  }
 
-    // The old one, five ways: a code exchange (Basic and form), introspection, the settings sign-in, the webhooks API.
+  /** The old secret, five ways: a code exchange (Basic), a refresh (form), introspection, the settings sign-in, the webhooks API; their request ids. */
+  async function useOldSecret({ client, user }: Rotated): Promise<string[]> {
     const requestIds: string[] = [];
     const send = async (res: { status: number; headers: Headers }) => {
       expect(res.status).toBe(200);
@@ -74,14 +72,20 @@ describe('a use of the previous secret, on PostgreSQL and Redis with METRICS_POR
     const tokens = await tokenRequest(t, { code: (await new Browser(t.baseUrl).authorize(client, user)).searchParams.get('code')!, redirect_uri: client.redirect_uri }, { authorization: basicAuth(client) });
     await send(tokens);
     await send(await tokenRequest(t, { grant_type: 'refresh_token', refresh_token: String(tokens.body.refresh_token), client_id: client.client_id, client_secret: client.client_secret }));
-    const introspected = await postForm(t, '/api/introspect.php', { token: String(tokens.body.access_token), client_id: client.client_id, client_secret: client.client_secret });
-    await send(introspected);
+    await send(await postForm(t, '/api/introspect.php', { token: String(tokens.body.access_token), client_id: client.client_id, client_secret: client.client_secret }));
     await send(await signInOnSettingsPage(new Browser(t.baseUrl), client));
     await send(await webhooksApi(t.baseUrl, client));
-    expect((await webhooksApi(t.baseUrl, fresh)).status).toBe(200);
+    return requestIds;
+  }
 
-    expect(await uses(client.client_id)).toBe(5);
-    const reported = reports();
+  test('is accepted everywhere a client authenticates, and each use is one warn line (client and request, no secret)', async () => {
+    const secrets = await rotated();
+    const { client, until, newSecret } = secrets;
+    await useNewSecret(secrets);
+    expect(reports(client.client_id)).toEqual([]);
+
+    const requestIds = await useOldSecret(secrets);
+    const reported = reports(client.client_id);
     expect(reported).toHaveLength(5);
     for (const line of reported) {
       expect(line).toMatchObject({ level: 40, client_id: client.client_id, previous_secret_expires_at: until, request_id: expect.any(String) });
@@ -91,5 +95,20 @@ describe('a use of the previous secret, on PostgreSQL and Redis with METRICS_POR
     const text = chunks.join('');
     expect(text).not.toContain(client.client_secret);
     expect(text).not.toContain(newSecret);
+  });
+
+  describeWithParser('counted on METRICS_PORT', () => {
+    const uses = async (clientId: string) => {
+      const res = await fetch(`http://127.0.0.1:${t.app.metricsPort}/metrics`);
+      return sampleValue(await parsePrometheusText(await res.text()), 'oauth_client_previous_secret_uses_total', { client_id: clientId }) ?? 0;
+    };
+
+    test('each use of the old secret is one count in oauth_client_previous_secret_uses_total; the new one is not counted', async () => {
+      const secrets = await rotated();
+      await useNewSecret(secrets);
+      expect(await uses(secrets.client.client_id)).toBe(0);
+      await useOldSecret(secrets);
+      expect(await uses(secrets.client.client_id)).toBe(5);
+    });
   });
 });

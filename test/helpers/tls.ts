@@ -13,7 +13,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { describeWith, runs } from './system-tool.js';
+import { describeWith, OPENSSL, program } from './system-tool.js';
 
 export interface Certificates {
   /** The CA's certificate (PEM), the file NODE_EXTRA_CA_CERTS names. */
@@ -24,12 +24,13 @@ export interface Certificates {
 }
 
 /** `describe` for tests that make certificates: skipped without `openssl` (failing under CI). */
-export const describeWithOpenssl = describeWith({ tool: "Debian's openssl", available: runs('openssl', 'version'), install: 'apt-get install openssl' });
+export const describeWithOpenssl = describeWith(OPENSSL);
 
 export function makeCertificates(): Certificates {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'oauth-test-tls-'));
   const at = (name: string) => path.join(dir, name);
-  const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+  const command = program(OPENSSL);
+  const openssl = (...args: string[]) => execFileSync(command, args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
   openssl('req', '-x509', ...ec, '-keyout', at('ca.key'), '-out', at('ca.pem'), '-days', '2', '-subj', '/CN=oauth-service test CA',
     '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign');
