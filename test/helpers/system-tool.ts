@@ -8,7 +8,8 @@
  * only on a fresh one. test/architecture/system-tools.test.ts checks no test file goes around it.
  *
  * HIDE_SYSTEM_TOOLS=1 makes every one of them count as missing (scripts/test-without-tools.mjs,
- * the bare pass that proves a fresh machine skips instead of failing).
+ * the bare pass that proves a fresh machine skips instead of failing); a comma-separated list of
+ * their names (CHROMIUM,WRK) hides those alone.
  *
  * @example describeWith(CHROMIUM)('a real browser', () => { test('…', async () => { await chromium.launch({ executablePath: program(CHROMIUM) }); }); });
  */
@@ -28,8 +29,10 @@ export interface SystemTool {
 
 const found = new Map<SystemToolName, string | undefined>();
 /** Its command or path, looked for once per test file and only by the files that name it. */
+const HIDDEN = process.env.HIDE_SYSTEM_TOOLS?.split(',').map((entry) => entry.trim()) ?? [];
+
 function locate(name: SystemToolName): string | undefined {
-  if (process.env.HIDE_SYSTEM_TOOLS) return undefined;
+  if (HIDDEN.includes('1') || HIDDEN.includes(name)) return undefined;
   if (!found.has(name)) found.set(name, SYSTEM_TOOLS[name].find());
   return found.get(name);
 }
