@@ -95,11 +95,8 @@ for (const row of rows) if (!ROWS[row]) usage(`--rows: unknown row "${row}" (row
 const every = options.mode === 'all' || options.mode === 'both';
 let modes = every ? [...MODES] : options.mode.split(',').map((mode) => mode.trim());
 for (const mode of modes) if (!MODES.includes(mode)) usage(`--mode takes ${MODES.join(', ')} (comma-separated) or all, got "${mode}"`);
-if (modes.includes('pgbouncer') && !fs.existsSync(PGBOUNCER_PATH)) {
-  if (!every) usage(`--mode pgbouncer: ${PGBOUNCER_PATH} is missing (apt-get install pgbouncer)`);
-  process.stderr.write(`[bench] skipping the pgbouncer mode: ${PGBOUNCER_PATH} is missing (apt-get install pgbouncer)\n`);
-  modes = modes.filter((mode) => mode !== 'pgbouncer');
-}
+const noPgbouncer = modes.includes('pgbouncer') && !fs.existsSync(PGBOUNCER_PATH);
+if (noPgbouncer && !every) usage(`--mode pgbouncer: ${PGBOUNCER_PATH} is missing (apt-get install pgbouncer)`);
 if (!['wrk', 'autocannon'].includes(options.load)) usage('--load must be wrk or autocannon');
 const seed = Number(options['seed-tokens']);
 if (!Number.isInteger(seed) || seed < 0) usage('--seed-tokens must be a whole number');
@@ -137,6 +134,11 @@ const settings = {
   tmpDir: fs.mkdtempSync(path.join(os.tmpdir(), 'oauth-bench-run-')),
 };
 const log = (line) => process.stderr.write(`[bench] ${line}\n`);
+// Said only once every option has passed: a bad one is the only line a refused run prints.
+if (noPgbouncer) {
+  log(`skipping the pgbouncer mode: ${PGBOUNCER_PATH} is missing (apt-get install pgbouncer)`);
+  modes = modes.filter((mode) => mode !== 'pgbouncer');
+}
 const LABELS = { pg: 'this service, Postgres + Redis', pgbouncer: 'this service, PgBouncer + Redis', embedded: 'this service, embedded' };
 
 /**

@@ -48,7 +48,7 @@ async function startDocuments() {
     console.log('no openssl (apt-get install openssl): metadata documents are not fuzzed this run');
     return undefined;
   }
-  const tls = makeCertificates();
+  const tls = makeCertificates('openssl');
   let routes = {};
   const server = https.createServer({ key: tls.key, cert: tls.cert }, (req, res) => {
     const route = routes[new URL(req.url ?? '/', 'https://127.0.0.1').pathname];

@@ -1,6 +1,8 @@
 /**
- * The administration CLI as operators run it (`node dist/cli.js`, what `npm run user:create --`
- * runs): against the machine's Postgres and against an embedded DATA_DIR with the server stopped.
+ * The administration CLI: against the machine's Postgres, and against an embedded DATA_DIR with
+ * the server stopped. What only a process shows is run as operators run it (`node dist/cli.js`,
+ * what `npm run user:create --` runs): which stream says what, exit statuses, the lock on
+ * DATA_DIR between processes; the rest in this process (test/helpers/cli.ts).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -9,8 +11,7 @@ import { createUserStore } from '../src/accounts/user-store.js';
 import { openDatabase } from '../src/store/database.js';
 import type { Database } from '../src/store/database.js';
 import { buildDist } from './helpers/build.js';
-import { EMBEDDED_TIMEOUT, expectCleanFailure } from './helpers/cli.js';
-import { runNode } from './helpers/run-node.js';
+import { EMBEDDED_TIMEOUT, expectCleanFailure, runCli, spawnCli } from './helpers/cli.js';
 import type { NodeRun } from './helpers/run-node.js';
 import { createTestDatabase, tempDataDir } from './helpers/services.js';
 import type { TestDatabase } from './helpers/services.js';
@@ -39,7 +40,8 @@ describe('against PostgreSQL (DATABASE_URL)', () => {
   let database: TestDatabase;
   let dataDir: string;
   let env: Record<string, string>;
-  const cli = (args: string[]) => runNode('dist/cli.js', args, env);
+  const cli = (args: string[]) => runCli(args, env);
+  const spawned = (args: string[]) => spawnCli(args, env);
 
   beforeAll(async () => {
     database = await createTestDatabase();
@@ -119,34 +121,34 @@ describe('against PostgreSQL (DATABASE_URL)', () => {
     // But for the notice oidc-provider prints as it loads on Node 20 (docs/operations.md "Administration").
     const stderrLines = (run: NodeRun) => run.stderr.split('\n').filter((line) => line && !/^oidc-provider WARNING: Unsupported runtime\b/.test(line));
     // A change: its confirmation on stdout; on stderr only its audit line (JSON), gone at LOG_LEVEL=warn.
-    const created = await cli(userArgs({ username: 'dora', email: 'dora@example.com' }));
+    const created = await spawned(userArgs({ username: 'dora', email: 'dora@example.com' }));
     expect(created.code).toBe(0);
     expect(created.stdout).toMatch(/^created user dora \([0-9a-f-]{36}\)\n$/);
     expect(stderrLines(created).map((line) => JSON.parse(line) as unknown)).toEqual([expect.objectContaining({ msg: 'audit', event: 'user.created' })]);
-    const quiet = await runNode('dist/cli.js', ['users:disable', 'dora'], { ...env, LOG_LEVEL: 'warn' });
+    const quiet = await spawnCli(['users:disable', 'dora'], { ...env, LOG_LEVEL: 'warn' });
     expect([quiet.code, stderrLines(quiet)]).toEqual([0, []]);
     expect(quiet.stdout).toMatch(/^disabled user dora /);
     // Nothing to do: said on stdout, as a result. A listing, as JSON: stdout alone.
-    const again = await cli(['users:disable', 'dora']);
+    const again = await spawned(['users:disable', 'dora']);
     expect([again.code, stderrLines(again)]).toEqual([0, []]);
     expect(again.stdout).toMatch(/is already disabled/);
-    const listed = await cli(['users:list', '--json']);
+    const listed = await spawned(['users:list', '--json']);
     expect(JSON.parse(listed.stdout)).toContainEqual(expect.objectContaining({ username: 'dora' }));
     expect(stderrLines(listed)).toEqual([]);
     // A refusal: one line on stderr, nothing on stdout.
-    const refused = await cli(['users:show', 'nobody-at-all']);
+    const refused = await spawned(['users:show', 'nobody-at-all']);
     expect([refused.code, refused.stdout]).toEqual([1, '']);
     expect(stderrLines(refused)).toEqual([expect.stringMatching(/^users:show: no user "nobody-at-all"/)]);
   });
 
   test('an unknown command prints the usage and exits non-zero', async () => {
-    const run = await cli(['user:delete']);
+    const run = await spawned(['user:delete']);
     expect(run.code).not.toBe(0);
     expect(run.stderr).toMatch(/usage: .*user:create/);
   });
 
   test('a bad DATABASE_URL is a configuration error naming it', async () => {
-    const run = await runNode('dist/cli.js', userArgs({ username: 'carol' }), { DATABASE_URL: 'mysql://x', DATA_DIR: dataDir });
+    const run = await spawnCli(userArgs({ username: 'carol' }), { DATABASE_URL: 'mysql://x', DATA_DIR: dataDir });
     expectCleanFailure(run, 'DATABASE_URL');
   });
 });
@@ -154,7 +156,7 @@ describe('against PostgreSQL (DATABASE_URL)', () => {
 describe('against the embedded database (DATA_DIR, server stopped)', () => {
   let dataDir: string;
   let env: Record<string, string>;
-  const cli = (args: string[]) => runNode('dist/cli.js', args, env, EMBEDDED_TIMEOUT);
+  const cli = (args: string[]) => spawnCli(args, env, { timeoutMs: EMBEDDED_TIMEOUT });
 
   beforeAll(() => {
     dataDir = tempDataDir('oauth-cli-test');

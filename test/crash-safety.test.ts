@@ -20,7 +20,7 @@ import { buildDist } from './helpers/build.js';
 import { basicAuth, registerClient } from './helpers/fixtures.js';
 import { startInstance, stopInstance } from './helpers/instance.js';
 import type { Instance } from './helpers/instance.js';
-import { runNode } from './helpers/run-node.js';
+import { runCli } from './helpers/cli.js';
 import { createTestDatabase, deleteRedisKeys, REDIS_URL, testRedisPrefix } from './helpers/services.js';
 import type { TestDatabase } from './helpers/services.js';
 import type { TestApp } from './helpers/test-app.js';
@@ -67,14 +67,14 @@ describe('kill -9 during exchanges and registrations, then a restart', () => {
 
   beforeAll(async () => {
     await buildDist();
-    database = await createTestDatabase();
+    database = await createTestDatabase({ migrated: true });
     env = {
       DATABASE_URL: database.url, REDIS_URL, REDIS_KEY_PREFIX: prefix,
       RATE_LIMIT_PER_MINUTE: '1000000', TOKEN_RATE_LIMIT_PER_MINUTE: '1000000',
       WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_RETRY_BASE_MS: '3600000',
     };
     instance = await startInstance(env);
-    const created = await runNode('dist/cli.js', ['user:create', '--username', USER.username, '--password', USER.password, '--email', 'crash@example.com', '--full-name', 'Crash'], env);
+    const created = await runCli(['user:create', '--username', USER.username, '--password', USER.password, '--email', 'crash@example.com', '--full-name', 'Crash'], env);
     expect(created.code).toBe(0);
   }, 120_000);
   afterAll(async () => {

@@ -9,11 +9,11 @@ import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import { isStoreFailure } from '../src/store/store-failure.js';
 import { Browser } from './helpers/browser.js';
 import { basicAuth, createUser, postForm, registerClient, tokenRequest, userinfo } from './helpers/fixtures.js';
-import { boundRole, PGBOUNCER, startPgbouncer } from './helpers/pgbouncer.js';
+import { boundRole, startPgbouncer } from './helpers/pgbouncer.js';
 import type { Pgbouncer } from './helpers/pgbouncer.js';
 import { startReceiver, verify, webhooksApi } from './helpers/receiver.js';
 import type { Receiver } from './helpers/receiver.js';
-import { describeWith } from './helpers/system-tool.js';
+import { describeWith, PGBOUNCER } from './helpers/system-tool.js';
 import { startTestApp } from './helpers/test-app.js';
 import type { TestApp } from './helpers/test-app.js';
 

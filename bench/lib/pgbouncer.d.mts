@@ -9,4 +9,4 @@ export interface Pgbouncer {
 export const PGBOUNCER_PATH: string;
 /** Whether a client gets through to the server at `url` (`SELECT 1`). */
 export function answers(url: string): Promise<boolean>;
-export function startPgbouncer(options: { upstream: string; settings?: string[] }): Promise<Pgbouncer>;
+export function startPgbouncer(options: { upstream: string; settings?: string[]; program?: string }): Promise<Pgbouncer>;

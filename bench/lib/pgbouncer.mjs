@@ -39,11 +39,12 @@ export async function answers(url) {
 
 /**
  * `upstream`: a URL of the server it pools for (its user is the one pgbouncer lets in; every
- * database there is served). `settings`: more `[pgbouncer]` lines. Resolves once a client gets
+ * database there is served). `settings`: more `[pgbouncer]` lines. `program`: the pgbouncer to
+ * run (the tests' comes from test/helpers/system-tool.ts). Resolves once a client gets
  * through; `urlFor(url)` is `url` with the pooler's host and port; `stop()` kills it (SIGKILL:
  * client connections drop at once) and deletes its folder.
  */
-export async function startPgbouncer({ upstream, settings = [] }) {
+export async function startPgbouncer({ upstream, settings = [], program = PGBOUNCER_PATH }) {
   const server = new URL(upstream);
   const user = postgresUser();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'oauth-pgbouncer-'));
@@ -66,7 +67,7 @@ export async function startPgbouncer({ upstream, settings = [] }) {
   ].join('\n'));
   if (user) for (const file of ['', 'userlist.txt', 'pgbouncer.ini']) fs.chownSync(path.join(dir, file), user.uid, user.gid);
 
-  const child = spawn(PGBOUNCER_PATH, [path.join(dir, 'pgbouncer.ini')], { stdio: 'ignore', ...user });
+  const child = spawn(program, [path.join(dir, 'pgbouncer.ini')], { stdio: 'ignore', ...user });
   const urlFor = (databaseUrl) => {
     const url = new URL(databaseUrl);
     url.hostname = '127.0.0.1';

@@ -5,7 +5,7 @@
  * after it. Webhook events are only written here; the running service's worker sends them (the
  * embedded one once it starts again). Audit lines go to stderr, so stdout stays the command's.
  *
- * @example const user = await withAdmin((admin) => admin.users.find('alice'));
+ * @example const user = await withAdmin(io, (admin) => admin.users.find('alice'));
  */
 import { createUserStore } from '../accounts/user-store.js';
 import type { User } from '../accounts/user-store.js';
@@ -34,6 +34,7 @@ import type { ResourceStore } from '../resources/resource-store.js';
 import { createWebhookService } from '../webhooks/webhook-service.js';
 import { createWriteSender } from '../store/write-sender.js';
 import { outboundPolicies } from '../outbound/policies.js';
+import type { CliIo, CliOutput } from './verb.js';
 
 /**
  * The database could not serve the command: unreachable or refusing, a failed migration, or a
@@ -66,10 +67,14 @@ export interface Admin {
   readonly prisma: PrismaClient;
 }
 
+/** Where a command runs: the environment it reads and the stderr its audit lines go to. */
+export type CommandIo = Pick<CliIo, 'env' | 'stderr'>;
+
 /** Opens the database for one command; `migrated: false` leaves the migrations to the command (db:migrate). */
 export async function withDatabase<T>(
+  io: CommandIo,
   use: (db: Database) => Promise<T>,
-  { migrated = true, config = loadConfig(process.env) }: { migrated?: boolean; config?: Config } = {},
+  { migrated = true, config = loadConfig(io.env) }: { migrated?: boolean; config?: Config } = {},
 ): Promise<T> {
   const db = await openDatabase(config);
   try {
@@ -95,16 +100,16 @@ export async function withDatabase<T>(
 }
 
 /** A command's audit writer: rows through Prisma, lines on stderr (stdout stays the command's). */
-export function operatorAudit(config: Config, prisma: PrismaClient): { audit: AuditLog; logger: Logger } {
-  const logger = createLogger({ level: config.logLevel, pretty: Boolean(process.stderr.isTTY), stderr: true });
+export function operatorAudit(config: Config, prisma: PrismaClient, stderr: CliOutput): { audit: AuditLog; logger: Logger } {
+  const logger = createLogger({ level: config.logLevel, pretty: Boolean(stderr.isTTY), destination: stderr });
   return { audit: createAuditLog({ prisma, logger }), logger };
 }
 
-export function withAdmin<T>(use: (admin: Admin) => Promise<T>): Promise<T> {
-  const config = loadConfig(process.env);
-  return withDatabase((db) => {
+export function withAdmin<T>(io: CommandIo, use: (admin: Admin) => Promise<T>): Promise<T> {
+  const config = loadConfig(io.env);
+  return withDatabase(io, (db) => {
     const { prisma } = db;
-    const { audit, logger } = operatorAudit(config, prisma);
+    const { audit, logger } = operatorAudit(config, prisma, io.stderr);
     const users = createUserStore(prisma);
     const webhooks = createWebhookService({ // its worker is never started here
       prisma,
@@ -127,11 +132,11 @@ export function withAdmin<T>(use: (admin: Admin) => Promise<T>): Promise<T> {
 }
 
 /** Runs `act` on the user named `name` (id or username), on an open database. */
-export function withUser<T>(name: string, act: (admin: Admin, user: User) => Promise<T>): Promise<T> {
-  return withAdmin(async (admin) => act(admin, await admin.users.find(name)));
+export function withUser<T>(io: CommandIo, name: string, act: (admin: Admin, user: User) => Promise<T>): Promise<T> {
+  return withAdmin(io, async (admin) => act(admin, await admin.users.find(name)));
 }
 
 /** Runs `act` on the client named by `clientId`, on an open database. */
-export function withClient<T>(clientId: string, act: (admin: Admin, client: Client) => Promise<T>): Promise<T> {
-  return withAdmin(async (admin) => act(admin, await admin.clients.find(clientId)));
+export function withClient<T>(io: CommandIo, clientId: string, act: (admin: Admin, client: Client) => Promise<T>): Promise<T> {
+  return withAdmin(io, async (admin) => act(admin, await admin.clients.find(clientId)));
 }

@@ -52,7 +52,7 @@ export const AUDIT_VERBS: VerbTable = {
   'audit:list': {
     usage: '[--user <user>] [--client <client_id>] [--event <name>]… [--since <time|age>] [--limit <n>] [--json]',
     summary: `the audit trail, newest first (${DEFAULT_LIMIT} rows unless --limit)`,
-    async run(args) {
+    async run(args, io) {
       const { values } = parse(args, [], {
         user: { type: 'string' }, client: { type: 'string' }, event: { type: 'string', multiple: true },
         since: { type: 'string' }, limit: { type: 'string' }, json: { type: 'boolean' },
@@ -65,7 +65,7 @@ export const AUDIT_VERBS: VerbTable = {
         since: values.since === undefined ? undefined : sinceOf(values.since),
         limit: limitOf(values.limit),
       };
-      const rows = await withAdmin(async (admin) => {
+      const rows = await withAdmin(io, async (admin) => {
         const user = values.user;
         const userId = user === undefined || isUuid(user.toLowerCase()) ? user?.toLowerCase() : (await admin.users.find(user)).id;
         return readAuditTrail(admin.prisma, { ...query, userId });

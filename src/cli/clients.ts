@@ -39,7 +39,7 @@ export const CLIENT_VERBS: VerbTable = {
       const { values } = parse(args, [], { ...JSON_OPTION, name: { type: 'string' }, 'redirect-uri': { type: 'string' } });
       const missing = [['--name', values.name], ['--redirect-uri', values['redirect-uri']]].filter(([, value]) => !value).map(([name]) => name);
       if (missing.length) throw new UsageError(`missing ${missing.join(', ')}`);
-      const { client, clientSecret } = await withAdmin((admin) => admin.clients.create({ clientName: values.name!, redirectUri: values['redirect-uri']! }, io.context));
+      const { client, clientSecret } = await withAdmin(io, (admin) => admin.clients.create({ clientName: values.name!, redirectUri: values['redirect-uri']! }, io.context));
       if (values.json) return json({ ...clientJson(client), client_secret: clientSecret });
       // The secret stays the last line, for whoever reads it with `tail -1`.
       return `created client ${named(client)}. Its client_secret, shown this once:\n${clientSecret}`;
@@ -48,9 +48,9 @@ export const CLIENT_VERBS: VerbTable = {
   'clients:list': {
     usage: '[--json]',
     summary: 'every client, by name',
-    async run(args) {
+    async run(args, io) {
       const { values } = parse(args, [], JSON_OPTION);
-      const clients = await withAdmin((admin) => admin.clients.list());
+      const clients = await withAdmin(io, (admin) => admin.clients.list());
       if (values.json) return json(clients.map((client) => ({ ...clientJson(client), webhooks: client.webhookCount })));
       if (clients.length === 0) return 'no clients';
       return table(['CLIENT_ID', 'NAME', 'REDIRECT_URI', 'CREATED', 'WEBHOOKS'], clients.map((c) => [c.clientId, c.clientName, c.redirectUri, iso(c.createdAt)!, String(c.webhookCount)]));
@@ -59,9 +59,9 @@ export const CLIENT_VERBS: VerbTable = {
   'clients:show': {
     usage: '<client_id> [--json]',
     summary: 'one client, its webhook endpoints and how many users authorized it',
-    async run(args) {
+    async run(args, io) {
       const { values, positionals: [clientId] } = parse(args, ['client_id'], JSON_OPTION);
-      const { client, endpoints, authorizedUsers } = await withClient(clientId!, async (admin, client) => ({ client, ...await admin.clients.details(client) }));
+      const { client, endpoints, authorizedUsers } = await withClient(io, clientId!, async (admin, client) => ({ client, ...await admin.clients.details(client) }));
       if (values.json) {
         return json({
           ...clientJson(client), previous_secret_expires_at: iso(client.previousSecretExpiresAt), previous_secret_works: previousSecretWorks(client, new Date()),
@@ -79,7 +79,7 @@ export const CLIENT_VERBS: VerbTable = {
   'clients:delete': {
     usage: '<client_id>',
     summary: 'delete a client with its grants, tokens and webhook endpoints',
-    run: (args, io) => withClient(onlyArgument(args, 'client_id'), async (admin, client) => {
+    run: (args, io) => withClient(io, onlyArgument(args, 'client_id'), async (admin, client) => {
       const { revoked } = await admin.clients.delete(client, io.context);
       return `deleted client ${named(client)}; ${endedText(revoked, (entry) => entry.username ?? entry.accountId)}`;
     }),
@@ -90,7 +90,7 @@ export const CLIENT_VERBS: VerbTable = {
     async run(args, io) {
       const { values, positionals: [clientId] } = parse(args, ['client_id'], { ...JSON_OPTION, grace: { type: 'string' } });
       const graceMs = graceOption(values.grace);
-      const { client, clientSecret } = await withClient(clientId!, (admin, found) => admin.clients.rotateSecret(found, io.context, graceMs));
+      const { client, clientSecret } = await withClient(io, clientId!, (admin, found) => admin.clients.rotateSecret(found, io.context, graceMs));
       if (values.json) return json({ client_id: client.clientId, client_secret: clientSecret, previous_secret_expires_at: iso(client.previousSecretExpiresAt) });
       // The secret stays the last line, for whoever reads it with `tail -1`.
       const previous = previousSecretWorks(client, new Date()) ? `works until ${iso(client.previousSecretExpiresAt)}` : 'no longer works';
@@ -100,7 +100,7 @@ export const CLIENT_VERBS: VerbTable = {
   'clients:end-previous-secret': {
     usage: '<client_id>',
     summary: 'end the previous client_secret now, before its grace is over',
-    run: (args, io) => withClient(onlyArgument(args, 'client_id'), async (admin, found) => {
+    run: (args, io) => withClient(io, onlyArgument(args, 'client_id'), async (admin, found) => {
       const { ended, client } = await admin.clients.endPreviousSecret(found, io.context);
       return ended ? `the previous client_secret of ${named(client)} no longer works` : `${named(client)} has no previous client_secret that still works: nothing to end`;
     }),
@@ -110,7 +110,7 @@ export const CLIENT_VERBS: VerbTable = {
     summary: 'change the registered redirect URI (checked as at registration)',
     async run(args, io) {
       const { positionals: [clientId, redirectUri] } = parse(args, ['client_id', 'redirect_uri'], {});
-      return withClient(clientId!, async (admin, client) => {
+      return withClient(io, clientId!, async (admin, client) => {
         const { changed } = await admin.clients.setRedirectUri(client, redirectUri!, io.context);
         return changed ? `redirect_uri of ${named(client)} is now ${redirectUri}` : `redirect_uri of ${named(client)} was ${redirectUri} already`;
       });

@@ -47,9 +47,9 @@ export const KEY_VERBS: VerbTable = {
   'keys:list': {
     usage: '[--json]',
     summary: 'the signing keys: kid, algorithm, state (next, current, retiring, retired) and when each state begins',
-    async run(args) {
+    async run(args, io) {
       const { values } = parse(args, [], JSON_OPTION);
-      const [keys, now] = await withDatabase(async (db) => {
+      const [keys, now] = await withDatabase(io, async (db) => {
         const store = signingKeyStore(db.prisma);
         return [await store.read({ withRetired: true }), await store.now()] as const;
       });
@@ -65,15 +65,15 @@ export const KEY_VERBS: VerbTable = {
     summary: `a new signing key: published at once, signing after --publish-ahead (${DEFAULT_PUBLISH_AHEAD}); the key it replaces retires once its tokens have expired`,
     async run(args, io) {
       const { values } = parse(args, [], { 'publish-ahead': { type: 'string' }, ...JSON_OPTION });
-      const config = loadConfig(process.env);
+      const config = loadConfig(io.env);
       const ahead = publishAheadMs(values['publish-ahead'] ?? DEFAULT_PUBLISH_AHEAD, config);
-      const { next, replaced } = await withDatabase(async (db) => {
+      const { next, replaced } = await withDatabase(io, async (db) => {
         const seal = keyEncryption(config);
         const store = signingKeyStore(db.prisma);
         // The new key must open where the others do: refused here with a wrong KEYS_ENCRYPTION_KEY.
         for (const key of await store.read()) seal.open(key.kid, key.sealed!);
         const key = newSigningKey();
-        const { audit } = operatorAudit(config, db.prisma);
+        const { audit } = operatorAudit(config, db.prisma, io.stderr);
         const { _max: longest } = await db.prisma.resourceServer.aggregate({ _max: { accessTokenTtl: true } });
         return audit.within((write) => store.rotate({ kid: key.kid, alg: key.alg, publicJwk: key.publicJwk, sealed: seal.seal(key.kid, key.privateJwk) },
           { publishAheadMs: ahead, retireAfterMs: retireAfterMs(config, longest.accessTokenTtl ?? 0) }, (tx, detail) => write(tx, 'key.rotated', { detail }, io.context), config.timeouts.adminTransactionMs));

@@ -30,7 +30,7 @@ export const RESOURCE_VERBS: VerbTable = {
         scopes: { type: 'string' }, name: { type: 'string' }, 'access-token-ttl': { type: 'string' }, json: { type: 'boolean' },
       });
       if (values.scopes === undefined) throw new ArgumentError('--scopes is required: the scopes a token for this resource may carry, space-separated');
-      const added = await withAdmin((admin) => admin.resources.add({ uri: uri!, scopes: values.scopes!, name: values.name, accessTokenTtl: ttlOf(values['access-token-ttl']) }, io.context));
+      const added = await withAdmin(io, (admin) => admin.resources.add({ uri: uri!, scopes: values.scopes!, name: values.name, accessTokenTtl: ttlOf(values['access-token-ttl']) }, io.context));
       if (values.json) return json(resourceJson(added));
       return `declared resource ${added.uri} ("${added.name}"): scopes ${added.scopes.join(' ')}; its access tokens live ${added.accessTokenTtl} s`;
     },
@@ -38,9 +38,9 @@ export const RESOURCE_VERBS: VerbTable = {
   'resources:list': {
     usage: '[--json]',
     summary: 'every declared resource server (RESOURCES first, then resources:add ones)',
-    async run(args) {
+    async run(args, io) {
       const { values } = parse(args, [], { json: { type: 'boolean' } });
-      const resources = await withAdmin((admin) => admin.resources.list());
+      const resources = await withAdmin(io, (admin) => admin.resources.list());
       if (values.json) return json(resources.map(resourceJson));
       if (resources.length === 0) return 'no resources';
       return table(['URI', 'NAME', 'SCOPES', 'TOKEN_TTL', 'SOURCE'], resources.map((r) => [r.uri, r.name, r.scopes.join(' '), `${r.accessTokenTtl}s`, r.source]));
@@ -51,7 +51,7 @@ export const RESOURCE_VERBS: VerbTable = {
     summary: 'remove a declared resource server: no new token for it (JWTs already issued stay valid until they expire)',
     async run(args, io) {
       const uri = onlyArgument(args, 'uri');
-      const removed = await withAdmin((admin) => admin.resources.remove(uri, io.context));
+      const removed = await withAdmin(io, (admin) => admin.resources.remove(uri, io.context));
       if (!removed) throw new NotFoundError(`no resource "${uri}" (resources:list shows them)`);
       return `removed resource ${removed.uri} ("${removed.name}")`;
     },

@@ -13,9 +13,9 @@ export const SETUP_VERBS: VerbTable = {
   'db:migrate': {
     usage: '',
     summary: 'apply the database migrations not applied yet',
-    async run(args) {
+    async run(args, io) {
       parse(args, [], {});
-      const applied = await withDatabase((db) => db.withConnection((sql) => migrate(sql)), { migrated: false });
+      const applied = await withDatabase(io, (db) => db.withConnection((sql) => migrate(sql)), { migrated: false });
       return applied.length ? `applied ${applied.join(', ')}` : 'database is up to date';
     },
   },

@@ -18,7 +18,7 @@ export const TOKEN_VERBS: VerbTable = {
     async run(args, io) {
       const { values } = parse(args, [], { user: { type: 'string' }, client: { type: 'string' }, json: { type: 'boolean' } });
       if (!values.user && !values.client) throw new UsageError('missing --user <user> or --client <client_id>');
-      const revoked = await withAdmin(async (admin) => {
+      const revoked = await withAdmin(io, async (admin) => {
         const user = values.user ? await admin.users.find(values.user) : undefined;
         const client = values.client ? await admin.clients.find(values.client) : undefined;
         return user ? admin.users.revokeTokens(user, io.context, client) : admin.clients.revokeTokens(client!, io.context);

@@ -30,7 +30,7 @@ export const USER_VERBS: VerbTable = {
       const given: Record<string, string | undefined> = { username: values.username, password: await passwordOf(values, io.stdin), email: values.email, 'full-name': values['full-name'] };
       const missing = Object.keys(given).filter((name) => !given[name]);
       if (missing.length) throw new UsageError(`missing ${missing.map((name) => `--${name}`).join(', ')}`);
-      const user = await withAdmin((admin) => admin.users.create({
+      const user = await withAdmin(io, (admin) => admin.users.create({
         username: given.username!, password: given.password!, email: given.email!, fullName: given['full-name']!,
       }, io.context));
       return `created user ${named(user)}`;
@@ -39,9 +39,9 @@ export const USER_VERBS: VerbTable = {
   'users:list': {
     usage: '[--json]',
     summary: 'every user, by username',
-    async run(args) {
+    async run(args, io) {
       const { values } = parse(args, [], JSON_OPTION);
-      const users = await withAdmin((admin) => admin.users.list());
+      const users = await withAdmin(io, (admin) => admin.users.list());
       if (values.json) return json(users.map(userJson));
       if (users.length === 0) return 'no users';
       return table(['ID', 'USERNAME', 'EMAIL', 'FULL NAME', 'CREATED', 'STATUS'], users.map((u) => [u.id, u.username, u.email, u.fullName, iso(u.createdAt)!, status(u)]));
@@ -50,9 +50,9 @@ export const USER_VERBS: VerbTable = {
   'users:show': {
     usage: '<user> [--json]',
     summary: 'one user and the applications they have authorized',
-    async run(args) {
+    async run(args, io) {
       const { values, positionals: [name] } = parse(args, ['user'], JSON_OPTION);
-      const { user, apps } = await withUser(name!, async (admin, user) => ({ user, apps: await admin.apps.list(user.id) }));
+      const { user, apps } = await withUser(io, name!, async (admin, user) => ({ user, apps: await admin.apps.list(user.id) }));
       if (values.json) return json({ ...userJson(user), applications: apps.map(appJson) });
       const about = fields([['id', user.id], ['username', user.username], ['email', user.email], ['full name', user.fullName], ['created', iso(user.createdAt)!], ['status', status(user)]]);
       return `${about}\n${section('applications', ['CLIENT_ID', 'NAME', 'SCOPES', 'SINCE'], apps.map((a) => [a.clientId, a.clientName, a.scopes.join(' '), iso(a.authorizedAt)!]))}`;
@@ -61,7 +61,7 @@ export const USER_VERBS: VerbTable = {
   'users:disable': {
     usage: '<user>',
     summary: 'stop a user from logging in; end their sessions, grants and tokens at once',
-    run: (args, io) => withUser(onlyArgument(args, 'user'), async (admin, user) => {
+    run: (args, io) => withUser(io, onlyArgument(args, 'user'), async (admin, user) => {
       const { changed, revoked } = await admin.users.disable(user, io.context);
       if (!changed) return `user ${user.username} is already disabled (since ${iso(user.disabledAt)})`;
       return `disabled user ${named(user)} and ended their sessions; ${endedText(revoked, (entry) => entry.clientName)}`;
@@ -70,7 +70,7 @@ export const USER_VERBS: VerbTable = {
   'users:sign-out': {
     usage: '<user>',
     summary: 'end every session of a user: each browser signed in as them signs in again (grants and tokens stay: see tokens:revoke)',
-    run: (args, io) => withUser(onlyArgument(args, 'user'), async (admin, user) => {
+    run: (args, io) => withUser(io, onlyArgument(args, 'user'), async (admin, user) => {
       await admin.users.signOut(user, io.context);
       return `ended every session of ${named(user)}: every browser signed in as them must sign in again`;
     }),
@@ -78,7 +78,7 @@ export const USER_VERBS: VerbTable = {
   'users:enable': {
     usage: '<user>',
     summary: 'let a disabled user log in again',
-    run: (args, io) => withUser(onlyArgument(args, 'user'), async (admin, user) => {
+    run: (args, io) => withUser(io, onlyArgument(args, 'user'), async (admin, user) => {
       const { changed } = await admin.users.enable(user, io.context);
       return changed ? `enabled user ${named(user)}` : `user ${user.username} is not disabled`;
     }),
@@ -86,7 +86,7 @@ export const USER_VERBS: VerbTable = {
   'users:delete': {
     usage: '<user>',
     summary: 'delete a user, ending their grants and tokens (their audit rows stay)',
-    run: (args, io) => withUser(onlyArgument(args, 'user'), async (admin, user) => {
+    run: (args, io) => withUser(io, onlyArgument(args, 'user'), async (admin, user) => {
       const { revoked } = await admin.users.delete(user, io.context);
       return `deleted user ${named(user)}; ${endedText(revoked, (entry) => entry.clientName)}`;
     }),
@@ -98,7 +98,7 @@ export const USER_VERBS: VerbTable = {
       const { values, positionals: [name] } = parse(args, ['user'], PASSWORD_OPTIONS);
       const password = await passwordOf(values, io.stdin);
       if (!password) throw new UsageError('missing --password-stdin (or --password)');
-      return withUser(name!, async (admin, user) => {
+      return withUser(io, name!, async (admin, user) => {
         await admin.users.setPassword(user, password, io.context);
         return `set the password of ${named(user)} and ended their sessions`;
       });

@@ -9,12 +9,22 @@ import { randomUUID } from 'node:crypto';
 import { OPERATOR } from '../audit/audit-log.js';
 import type { AuditContext } from '../audit/audit-log.js';
 
+/** Where a command writes: the process's stdout or stderr, or a caller's capture. */
+export interface CliOutput {
+  write(text: string): unknown;
+  readonly isTTY?: boolean;
+}
+
 /** What a command may use besides its arguments. */
 export interface CliIo {
   /** All of stdin (for `--password-stdin`). */
   stdin(): Promise<string>;
   /** Who runs this command, for the audit trail. */
   readonly context: AuditContext;
+  /** The environment its configuration is read from (config.ts). */
+  readonly env: Readonly<Record<string, string | undefined>>;
+  /** Where its audit lines go (stdout stays the command's). */
+  readonly stderr: CliOutput;
 }
 
 export interface Verb {

@@ -15,7 +15,6 @@ import { createClientSettings } from '../../src/clients/client-settings.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { postApplicationsForm, signInOnApplicationsPage } from '../helpers/applications-page.js';
 import { Browser } from '../helpers/browser.js';
-import { buildDist } from '../helpers/build.js';
 import { cliFor, expectSuccess } from '../helpers/cli.js';
 import { basicAuth, createUser, postForm, registerClient, tokenRequest } from '../helpers/fixtures.js';
 import { webhooksApi } from '../helpers/receiver.js';
@@ -132,7 +131,6 @@ describe('audit rows and lines of whole flows', () => {
 
 describe('audit rows and lines of the CLI', () => {
   test('user:create, users:set-password (stdin and argument) and clients:rotate-secret leave no secret in rows or lines', async () => {
-    await buildDist();
     const t = await startTestApp();
     try {
       const cli = cliFor(t);

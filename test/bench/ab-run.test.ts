@@ -6,20 +6,17 @@
  * It asserts no speed, only that the instrument works.
  */
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
-import { execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { END, START } from '../../bench/lib/markdown.mjs';
 import { buildDist, ROOT } from '../helpers/build.js';
-import { describeWith } from '../helpers/system-tool.js';
+import { describeWith, GIT_CHECKOUT, program } from '../helpers/system-tool.js';
 
-const withCheckout = describeWith({
-  tool: 'git and a git checkout (--against builds another commit)',
-  available: spawnSync('git', ['rev-parse', '--git-dir'], { cwd: ROOT, stdio: 'ignore' }).status === 0,
-  install: 'apt-get install git; a clone of the repository',
-});
+// --against builds another commit of this clone.
+const withCheckout = describeWith(GIT_CHECKOUT);
 
 let dir: string;
 /** The bench's temporary folders (its worktree among them) go under the test's own TMPDIR, removed afterwards. */
@@ -44,7 +41,7 @@ const cellsOf = (line: string) => line.split('|').slice(1, -1).map((cell) => cel
 /** The worktree a run named in its log, and whether git or the disk still know it. */
 const worktreeOf = (stderr: string) => /checking \w+ out into (\S+)/.exec(stderr)?.[1];
 const stillThere = (worktree: string) => fs.existsSync(worktree)
-  || execFileSync('git', ['worktree', 'list', '--porcelain'], { cwd: ROOT, encoding: 'utf8' }).includes(worktree)
+  || execFileSync(program(GIT_CHECKOUT), ['worktree', 'list', '--porcelain'], { cwd: ROOT, encoding: 'utf8' }).includes(worktree)
   || fs.readdirSync(tmpdir()).some((name) => name.startsWith('oauth-bench-against-'));
 
 withCheckout('npm run bench --against', () => {

@@ -10,13 +10,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { spawnSync } from 'node:child_process';
 import { runDriver } from '../../bench/lib/processes.mjs';
-import { requireTool } from '../helpers/system-tool.js';
-
-// wrk prints its version and exits 1: present is what counts.
-const HAS_WRK = requireTool({ tool: "Debian's wrk", available: !spawnSync('wrk', ['-v'], { stdio: 'ignore' }).error, install: 'apt-get install wrk' }, 'the wrk driver\'s tests (autocannon\'s still run)');
-const DRIVERS = HAS_WRK ? ['cannon', 'wrk'] : ['cannon'];
+import { describeWith, WRK } from '../helpers/system-tool.js';
 
 let server: http.Server;
 let url: string;
@@ -52,7 +47,8 @@ const pool = (values: string[]) => {
   return file;
 };
 
-describe.each(DRIVERS)('bench driver %s', (driver) => {
+/** The tests every load driver passes; `driver` is its file in bench/drivers. */
+const driverTests = (driver: string) => () => {
   test('a fixed request: statuses counted, the answer line has every field', async () => {
     const result = await runDriver(driver, { url, connections: 2, seconds: 1, request: { method: 'GET', path: '/' }, expect: [200] });
     expect(Object.keys(result).sort()).toEqual(['errors', 'exhausted', 'p50', 'p99', 'perSecond', 'requests', 'seconds', 'served', 'statuses', 'wasted']);
@@ -95,7 +91,10 @@ describe.each(DRIVERS)('bench driver %s', (driver) => {
     for (const token of sent) expect(token).toMatch(/^[abc](\.1)*$/);
     for (const token of sent.filter((t) => t.length > 1)) expect(sent).toContain(token.slice(0, -2));
   }, 30_000);
-});
+};
+
+describe('bench driver cannon', driverTests('cannon'));
+describeWith(WRK)('bench driver wrk', driverTests('wrk'));
 
 describe('bench driver flows (fresh login flows)', () => {
   let site: http.Server;

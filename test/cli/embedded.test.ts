@@ -8,7 +8,6 @@ import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import { APPLICATIONS_PATH, postApplicationsForm } from '../helpers/applications-page.js';
 import { Browser } from '../helpers/browser.js';
 import type { TestClient, TestUser } from '../helpers/browser.js';
-import { buildDist } from '../helpers/build.js';
 import { EMBEDDED_TIMEOUT, expectCleanFailure, expectSuccess, runCli } from '../helpers/cli.js';
 import { createUser, expectErrorResponse, obtainTokens, registerClient, tokenRequest, userinfo } from '../helpers/fixtures.js';
 import { startTestApp } from '../helpers/test-app.js';
@@ -19,7 +18,6 @@ let alice: TestUser;
 let client: TestClient;
 let accessToken: string;
 beforeAll(async () => {
-  await buildDist();
   t = await startTestApp({ mode: 'embedded' });
   alice = await createUser(t);
   client = await registerClient(t);
@@ -27,7 +25,7 @@ beforeAll(async () => {
 }, EMBEDDED_TIMEOUT);
 afterAll(async () => { await t?.close(); });
 
-const cli = (args: string[], input?: string) => runCli(args, { DATA_DIR: t.env.DATA_DIR! }, { input, timeoutMs: EMBEDDED_TIMEOUT });
+const cli = (args: string[], input?: string) => runCli(args, { DATA_DIR: t.env.DATA_DIR! }, { input });
 
 test('while the service holds DATA_DIR the CLI refuses plainly; stopped, the CLI changes what the restarted service sees', async () => {
   // Carol signs in on the applications page: a signed cookie, which outlives a restart.

@@ -10,7 +10,6 @@ import path from 'node:path';
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import type { TestClient, TestUser } from '../helpers/browser.js';
-import { buildDist } from '../helpers/build.js';
 import { EMBEDDED_TIMEOUT, expectSuccess, runCli } from '../helpers/cli.js';
 import { createUser, obtainTokens, registerClient } from '../helpers/fixtures.js';
 import { tempDataDir } from '../helpers/services.js';
@@ -27,9 +26,8 @@ let t: TestApp;
 let client: TestClient;
 let user: TestUser;
 beforeAll(async () => {
-  await buildDist();
   fs.writeFileSync(path.join(dataDir, 'keys.json'), keysJson, { mode: 0o600 });
-  t = await startTestApp({ mode: 'embedded', env: { ...ENV, DATA_DIR: dataDir } });
+  t = await startTestApp({ mode: 'embedded', env: { ...ENV, DATA_DIR: dataDir, JWKS_FILE: '' } }); // no fixture key: keys.json's seeds
   client = await registerClient(t);
   user = await createUser(t);
 }, EMBEDDED_TIMEOUT);
@@ -38,7 +36,7 @@ afterAll(async () => {
   fs.rmSync(dataDir, { recursive: true, force: true });
 });
 
-const cli = (args: string[]) => runCli(args, { DATA_DIR: dataDir, ...ENV }, { timeoutMs: EMBEDDED_TIMEOUT });
+const cli = (args: string[]) => runCli(args, { DATA_DIR: dataDir, ...ENV });
 const idToken = async () => (await obtainTokens(t, client, user) as unknown as { id_token: string }).id_token;
 
 test('the key an earlier version generated into DATA_DIR/keys.json signs on; the encryption key is generated beside it', async () => {

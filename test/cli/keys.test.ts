@@ -8,7 +8,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { keyEncryption } from '../../src/store/key-encryption.js';
-import { buildDist } from '../helpers/build.js';
 import { expectCleanFailure, expectSuccess, runCli } from '../helpers/cli.js';
 import { createTestDatabase, tempDataDir } from '../helpers/services.js';
 import type { TestDatabase } from '../helpers/services.js';
@@ -20,7 +19,6 @@ import type { TestApp } from '../helpers/test-app.js';
 let t: TestApp;
 let cli: (args: string[], env?: Record<string, string>) => ReturnType<typeof runCli>;
 beforeAll(async () => {
-  await buildDist();
   t = await startTestApp({ env: SHORT_WINDOWS });
   cli = (args, env = {}) => runCli(args, { DATABASE_URL: t.env.DATABASE_URL!, DATA_DIR: t.env.DATA_DIR!, ...SHORT_WINDOWS, ...env });
 }, 120_000);

@@ -12,7 +12,7 @@ import { hashClientSecret, matchClientSecret } from '../../src/clients/credentia
 import { createLogger } from '../../src/ops/logger.js';
 import { Browser } from '../helpers/browser.js';
 import { basicAuth, createUser, postForm, registerClient, tokenRequest } from '../helpers/fixtures.js';
-import { parsePrometheusText, sampleValue } from '../helpers/prometheus-text.js';
+import { describeWithParser, parsePrometheusText, sampleValue } from '../helpers/prometheus-text.js';
 import { webhooksApi } from '../helpers/receiver.js';
 import { pageText, postSettingsForm, signInOnSettingsPage } from '../helpers/settings-page.js';
 import { startTestApp } from '../helpers/test-app.js';
@@ -38,8 +38,8 @@ type Line = Record<string, unknown>;
 describe('a use of the previous secret, on PostgreSQL and Redis with METRICS_PORT', () => {
   const chunks: string[] = [];
   const lines = (): Line[] => chunks.join('').split('\n').filter(Boolean).map((line) => JSON.parse(line) as Line);
-  const reports = () => lines().filter((line) => line.msg === 'previous client secret used');
-  const refusals = () => lines().filter((line) => line.msg === 'previous client secret refused: managing a client takes its current secret');
+  const reports = (clientId: string) => lines().filter((line) => line.msg === 'previous client secret used' && line.client_id === clientId);
+  const refusals = (clientId: string) => lines().filter((line) => line.msg === 'previous client secret refused: managing a client takes its current secret' && line.client_id === clientId);
   let t: TestApp;
   beforeAll(async () => {
     const logger = createLogger({ level: 'info', destination: { write: (chunk: string) => { chunks.push(chunk); } } });
@@ -47,27 +47,29 @@ describe('a use of the previous secret, on PostgreSQL and Redis with METRICS_POR
   });
   afterAll(async () => { await t?.close(); });
 
-  const uses = async (clientId: string) => {
-    const res = await fetch(`http://127.0.0.1:${t.app.metricsPort}/metrics`);
-    return sampleValue(await parsePrometheusText(await res.text()), 'oauth_client_previous_secret_uses_total', { client_id: clientId }) ?? 0;
-  };
-
-  test('is accepted where the client uses OAuth, each use one warn line (client and request, no secret) and one count; refused to manage the client', async () => {
+  /** A client whose secret was rotated with a grace on its settings page, and a user to sign in. */
+  async function rotated() {
     const client = await registerClient(t);
     const user = await createUser(t);
     const settings = new Browser(t.baseUrl);
-    const rotated = await postSettingsForm(settings, await signInOnSettingsPage(settings, client), 'rotate_secret', { grace: '1h' });
-    const newSecret = pageText(rotated, 'new_client_secret')!;
-    const until = pageText(rotated, 'previous_secret_expires_at')!;
-    const fresh = { ...client, client_secret: newSecret };
+    const page = await postSettingsForm(settings, await signInOnSettingsPage(settings, client), 'rotate_secret', { grace: '1h' });
+    return { client, user, newSecret: pageText(page, 'new_client_secret')!, until: pageText(page, 'previous_secret_expires_at')! };
+  }
+  type Rotated = Awaited<ReturnType<typeof rotated>>;
 
-    // The new secret: neither reported nor counted.
+  /** The new secret: a code exchange and the webhooks API. */
+  async function useNewSecret({ client, user, newSecret }: Rotated) {
     const code = (await new Browser(t.baseUrl).authorize(client, user)).searchParams.get('code')!;
     expect((await tokenRequest(t, { code, client_id: client.client_id, client_secret: newSecret })).status).toBe(200);
-    expect(reports()).toEqual([]);
-    expect(await uses(client.client_id)).toBe(0);
+    expect((await webhooksApi(t.baseUrl, { ...client, client_secret: newSecret })).status).toBe(200);
+  }
 
-    // The old one, three ways that use OAuth: a code exchange (Basic), a refresh (form), introspection.
+  /**
+   * The old secret, three ways that use OAuth (a code exchange with Basic, a refresh with the form,
+   * introspection): their request ids; and two ways that manage the client, refused as a wrong
+   * secret would be (the settings sign-in, the webhooks API).
+   */
+  async function useOldSecret({ client, user }: Rotated): Promise<string[]> {
     const requestIds: string[] = [];
     const send = async (res: { status: number; headers: Headers }) => {
       expect(res.status).toBe(200);
@@ -76,24 +78,43 @@ describe('a use of the previous secret, on PostgreSQL and Redis with METRICS_POR
     const tokens = await tokenRequest(t, { code: (await new Browser(t.baseUrl).authorize(client, user)).searchParams.get('code')!, redirect_uri: client.redirect_uri }, { authorization: basicAuth(client) });
     await send(tokens);
     await send(await tokenRequest(t, { grant_type: 'refresh_token', refresh_token: String(tokens.body.refresh_token), client_id: client.client_id, client_secret: client.client_secret }));
-    const introspected = await postForm(t, '/api/introspect.php', { token: String(tokens.body.access_token), client_id: client.client_id, client_secret: client.client_secret });
-    await send(introspected);
-    // Two ways that manage the client: refused as a wrong secret would be.
+    await send(await postForm(t, '/api/introspect.php', { token: String(tokens.body.access_token), client_id: client.client_id, client_secret: client.client_secret }));
     expect((await signInOnSettingsPage(new Browser(t.baseUrl), client)).status).toBe(401);
     expect((await webhooksApi(t.baseUrl, client)).status).toBe(401);
-    expect((await webhooksApi(t.baseUrl, fresh)).status).toBe(200);
+    return requestIds;
+  }
 
-    expect(await uses(client.client_id)).toBe(3);
-    const reported = reports();
+  test('is accepted where the client uses OAuth, each use one warn line (client and request, no secret); refused to manage the client', async () => {
+    const secrets = await rotated();
+    const { client, until, newSecret } = secrets;
+    await useNewSecret(secrets);
+    expect(reports(client.client_id)).toEqual([]);
+
+    const requestIds = await useOldSecret(secrets);
+    const reported = reports(client.client_id);
     expect(reported).toHaveLength(3);
     for (const line of reported) {
       expect(line).toMatchObject({ level: 40, client_id: client.client_id, previous_secret_expires_at: until, request_id: expect.any(String) });
     }
     expect(reported.map((line) => line.request_id)).toEqual(requestIds);
-    expect(refusals()).toHaveLength(2);
-    for (const line of refusals()) expect(line).toMatchObject({ level: 40, client_id: client.client_id, request_id: expect.any(String) });
+    expect(refusals(client.client_id)).toHaveLength(2);
     const text = chunks.join('');
     expect(text).not.toContain(client.client_secret);
     expect(text).not.toContain(newSecret);
+  });
+
+  describeWithParser('counted on METRICS_PORT', () => {
+    const uses = async (clientId: string) => {
+      const res = await fetch(`http://127.0.0.1:${t.app.metricsPort}/metrics`);
+      return sampleValue(await parsePrometheusText(await res.text()), 'oauth_client_previous_secret_uses_total', { client_id: clientId }) ?? 0;
+    };
+
+    test('each use of the old secret is one count in oauth_client_previous_secret_uses_total; the new one is not counted, nor a refused one', async () => {
+      const secrets = await rotated();
+      await useNewSecret(secrets);
+      expect(await uses(secrets.client.client_id)).toBe(0);
+      await useOldSecret(secrets);
+      expect(await uses(secrets.client.client_id)).toBe(3);
+    });
   });
 });

@@ -5,7 +5,6 @@
  * reads userinfo and refreshes, all with fetch across origins, as browser apps and browser MCP
  * clients do. The same calls from another origin are refused by the browser.
  */
-import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
@@ -13,12 +12,12 @@ import { chromium } from 'playwright-core';
 import type { Browser, Page } from 'playwright-core';
 import { createUser } from '../helpers/fixtures.js';
 import type { TestUser } from '../helpers/browser.js';
-import { describeWith } from '../helpers/system-tool.js';
+import { CHROMIUM, describeWith, program } from '../helpers/system-tool.js';
 import { startTestApp } from '../helpers/test-app.js';
 import type { TestApp } from '../helpers/test-app.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const withChromium = describeWith({ tool: `Debian's Chromium (${CHROMIUM})`, available: fs.existsSync(CHROMIUM), install: 'apt-get install chromium' });
+// playwright-core never downloads browsers: Debian's.
+const withChromium = describeWith(CHROMIUM);
 
 /** The app: `/` starts a sign-in, `/callback` finishes it, `/foreign?client_id=` tries the token endpoint. */
 const appPage = (service: string) => `<!doctype html><meta charset="utf-8"><title>spa</title>
@@ -76,7 +75,7 @@ withChromium('a single-page app in a real browser (Chromium)', () => {
     });
     await new Promise<void>((resolve) => appServer.listen(0, '127.0.0.1', resolve));
     port = (appServer.address() as AddressInfo).port;
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    browser = await chromium.launch({ executablePath: program(CHROMIUM), headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
   });
 
   afterAll(async () => {

@@ -4,20 +4,18 @@
  * redirects, with no help from a hand-written client. The client's redirect target is a tiny
  * local HTTP server.
  */
-import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import { chromium } from 'playwright-core';
 import type { Browser, BrowserContext, Cookie, Page } from 'playwright-core';
 import { createUser, tokenRequest, userinfo } from '../helpers/fixtures.js';
-import { describeWith } from '../helpers/system-tool.js';
+import { CHROMIUM, describeWith, program } from '../helpers/system-tool.js';
 import { startTestApp } from '../helpers/test-app.js';
 import type { TestApp } from '../helpers/test-app.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 // playwright-core never downloads browsers: Debian's.
-const withChromium = describeWith({ tool: `Debian's Chromium (${CHROMIUM})`, available: fs.existsSync(CHROMIUM), install: 'apt-get install chromium' });
+const withChromium = describeWith(CHROMIUM);
 
 withChromium('a real browser (Chromium)', () => {
   let t: TestApp;
@@ -48,7 +46,7 @@ withChromium('a real browser (Chromium)', () => {
     callbackUrl = `http://127.0.0.1:${(callbackServer.address() as AddressInfo).port}/callback`;
     [t, browser] = await Promise.all([
       startTestApp(),
-      chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] }),
+      chromium.launch({ executablePath: program(CHROMIUM), headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] }),
     ]);
   });
 

@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { isAlive } from '../../src/store/embedded-postgres.js';
+import { withFileLock } from './file-lock.js';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const DIST = path.join(ROOT, 'dist');
@@ -34,34 +34,14 @@ function isFresh(): boolean {
   return INPUTS.every((input) => newestMtime(path.join(ROOT, input)) < stamp);
 }
 
-async function withLock<T>(use: () => Promise<T>): Promise<T> {
-  for (let attempt = 0; ; attempt += 1) {
-    try {
-      fs.writeFileSync(LOCK, String(process.pid), { flag: 'wx' });
-      break;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      const owner = Number(fs.readFileSync(LOCK, 'utf8'));
-      if (owner && !isAlive(owner)) fs.rmSync(LOCK, { force: true }); // left by a killed run
-      if (attempt > 600) throw new Error(`build lock ${LOCK} held by process ${owner} for too long`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
-  try {
-    return await use();
-  } finally {
-    fs.rmSync(LOCK, { force: true });
-  }
-}
-
 /** Runs `npm run build` unless dist/ is up to date; never two builds at once. */
 export async function buildDist(): Promise<void> {
-  await withLock(async () => {
+  await withFileLock(LOCK, async () => {
     if (isFresh()) return;
     const startedAt = Date.now();
     await promisify(execFile)('npm', ['run', 'build', '--silent'], { cwd: ROOT });
     fs.writeFileSync(STAMP, '');
     // A source saved during the build must not count as built.
     fs.utimesSync(STAMP, new Date(startedAt), new Date(startedAt));
-  });
+  }, 120_000);
 }

@@ -7,4 +7,4 @@ export interface Certificates {
   remove(): void;
 }
 
-export function makeCertificates(): Certificates;
+export function makeCertificates(openssl: string): Certificates;

@@ -1,11 +1,14 @@
 /**
- * The administration CLI as operators run it (`node dist/cli.js …`, built by buildDist), and
- * what a clean failure looks like: a non-zero exit, the message on stderr, no stack trace.
+ * The administration CLI, and what a clean failure looks like: a non-zero exit, the message on
+ * stderr, no stack trace. {@link runCli} runs a command line in this process (src/cli/run.ts,
+ * what `node dist/cli.js` runs: the same commands, exit codes and output, without a Node start
+ * and a module load per command); {@link spawnCli} runs `node dist/cli.js` itself (built by
+ * buildDist), for what only a process shows: its exit status, the lock between processes.
  *
  * @example const run = await runCli(['users:list', '--json'], { DATABASE_URL }); JSON.parse(run.stdout);
  */
 import { afterAll, beforeAll, expect } from '@jest/globals';
-import { buildDist } from './build.js';
+import { runCli as run } from '../../src/cli/run.js';
 import { startReceiver } from './receiver.js';
 import type { Receiver } from './receiver.js';
 import { runNode } from './run-node.js';
@@ -16,7 +19,21 @@ import type { TestApp } from './test-app.js';
 /** The first start of an embedded database initialises it, which takes a while. */
 export const EMBEDDED_TIMEOUT = 120_000;
 
-export function runCli(args: string[], env: Record<string, string>, options: { input?: string; timeoutMs?: number } = {}): Promise<NodeRun> {
+/** One command line in this process, with exactly `env` as its environment and `input` as its stdin. */
+export async function runCli(args: string[], env: Record<string, string>, { input }: { input?: string } = {}): Promise<NodeRun> {
+  let stdout = '';
+  let stderr = '';
+  const code = await run(args, {
+    env,
+    stdin: async () => input ?? '',
+    stdout: { write: (text: string) => { stdout += text; } },
+    stderr: { write: (text: string) => { stderr += text; } },
+  });
+  return { code, stdout, stderr, timedOut: false };
+}
+
+/** `node dist/cli.js` with exactly `env` (plus PATH); killed if it outlives `timeoutMs`. */
+export function spawnCli(args: string[], env: Record<string, string>, options: { input?: string; timeoutMs?: number } = {}): Promise<NodeRun> {
   return runNode('dist/cli.js', args, env, options.timeoutMs ?? 60_000, options.input);
 }
 
@@ -56,11 +73,10 @@ export interface ServiceWithCli {
   receiver: Receiver;
 }
 
-/** For one test file: builds dist/, starts the service, a receiver and the CLI before its tests; stops them after. */
+/** For one test file: starts the service, a receiver and the CLI before its tests; stops them after. */
 export function serviceWithCli(env: Record<string, string> = {}): ServiceWithCli {
   const setup = {} as ServiceWithCli;
   beforeAll(async () => {
-    await buildDist();
     setup.t = await startTestApp({ env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', ...env } });
     setup.cli = cliFor(setup.t);
     setup.receiver = await startReceiver();

@@ -1,13 +1,14 @@
 /**
  * The durable store opened directly (no app): a fresh database on the machine's Postgres, or
- * embedded PGlite in a temporary DATA_DIR, through src/store/database.ts as the app opens it.
+ * embedded PGlite in a temporary DATA_DIR, through src/store/database.ts as the app opens it;
+ * empty, or `migrated` (a copy of the migrated template: test/helpers/migrated-templates.ts).
  *
  * @example const store = await openTestDatabase('postgres', { migrated: true }); await store.close();
  */
 import fs from 'node:fs';
 import { openDatabase } from '../../src/store/database.js';
 import type { Database } from '../../src/store/database.js';
-import { migrate } from '../../src/store/migrate.js';
+import { copyMigratedPglite } from './migrated-templates.js';
 import { createTestDatabase, tempDataDir } from './services.js';
 
 export type StoreKind = 'postgres' | 'embedded';
@@ -24,10 +25,10 @@ export interface TestStore {
 
 export async function openTestDatabase(kind: StoreKind, options: { migrated?: boolean } = {}): Promise<TestStore> {
   const dataDir = tempDataDir();
-  const testDb = kind === 'postgres' ? await createTestDatabase() : undefined;
+  const testDb = kind === 'postgres' ? await createTestDatabase({ migrated: options.migrated }) : undefined;
+  if (kind === 'embedded' && options.migrated) await copyMigratedPglite(dataDir);
   const open = () => openDatabase({ databaseUrl: testDb?.url, dataDir });
   const db = await open();
-  if (options.migrated) await db.withConnection((sql) => migrate(sql));
   return {
     db,
     url: testDb?.url,

@@ -5,22 +5,18 @@
  *
  * @example const bouncer = await startPgbouncer(); await boundRole(database.url); const url = bouncer.urlFor(database.url); await bouncer.stop();
  */
-import fs from 'node:fs';
 import pg from 'pg';
-import { PGBOUNCER_PATH, startPgbouncer as start } from '../../bench/lib/pgbouncer.mjs';
+import { startPgbouncer as start } from '../../bench/lib/pgbouncer.mjs';
 import type { Pgbouncer } from '../../bench/lib/pgbouncer.mjs';
 import { boundsCommand } from '../../src/store/pooler.js';
 import { POSTGRES_ADMIN_URL } from './services.js';
-import type { SystemTool } from './system-tool.js';
+import { PGBOUNCER, program } from './system-tool.js';
 
 export type { Pgbouncer };
 
-/** For `describeWith`: the tests that start a pgbouncer need Debian's package. */
-export const PGBOUNCER: SystemTool = { tool: `Debian's pgbouncer (${PGBOUNCER_PATH})`, available: fs.existsSync(PGBOUNCER_PATH), install: 'apt-get install pgbouncer' };
-
-/** `settings`: more `[pgbouncer]` lines, for a test of a pooler set up otherwise. */
+/** `settings`: more `[pgbouncer]` lines, for a test of a pooler set up otherwise. Inside `describeWith(PGBOUNCER)`. */
 export function startPgbouncer({ settings = [] }: { settings?: string[] } = {}): Promise<Pgbouncer> {
-  return start({ upstream: POSTGRES_ADMIN_URL, settings });
+  return start({ upstream: POSTGRES_ADMIN_URL, settings, program: program(PGBOUNCER) });
 }
 
 /**

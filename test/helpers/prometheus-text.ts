@@ -13,13 +13,14 @@
  * is given twice (the parser would merge the two).
  *
  * Needs a python3 that has prometheus_client: Debian's python3-prometheus-client (.ci/run
- * installs it); tests that parse say so with {@link describeWithParser}.
+ * installs it); tests that parse are wrapped in {@link describeWithParser}, and parsing anywhere
+ * else throws (test/helpers/system-tool.ts).
  *
  * @example const families = await parsePrometheusText(await res.text()); families.get('up')!.samples
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { describeWith } from './system-tool.js';
+import { describeWith, program, PROMETHEUS_PARSER } from './system-tool.js';
 
 export interface Sample { name: string; labels: Record<string, string>; value: number }
 /** A family as the reference parser names it: a counter without its `_total` (its samples keep it). */
@@ -29,24 +30,12 @@ const SCRIPT = fileURLToPath(new URL('./prometheus_families.py', import.meta.url
 /** The types prom-client writes; the parser's `unknown` is a sample that had no TYPE. */
 const TYPES = new Set(['counter', 'gauge', 'histogram', 'summary']);
 
-/** The interpreter: PATH's python3 (may be a pyenv one without Debian's packages), else Debian's; undefined without one. */
-const PYTHON = ['python3', '/usr/bin/python3'].find((candidate) => spawnSync(candidate, ['-c', 'import prometheus_client']).status === 0);
-
 /** `describe` for tests that parse scrapes: skipped without the reference parser (failing under CI). */
-export const describeWithParser = describeWith({
-  tool: 'python3 with prometheus_client (the reference Prometheus parser)',
-  available: PYTHON !== undefined,
-  install: 'apt-get install python3-prometheus-client',
-});
-
-const python = () => {
-  if (!PYTHON) throw new Error('no python3 with prometheus_client (the reference Prometheus parser): apt-get install python3-prometheus-client');
-  return PYTHON;
-};
+export const describeWithParser = describeWith(PROMETHEUS_PARSER);
 
 function referenceParse(text: string): Promise<{ name: string; type: string; help: string; samples: { name: string; labels: Record<string, string>; value: number | string }[] }[]> {
   return new Promise((resolve, reject) => {
-    const child = spawn(python(), [SCRIPT], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(program(PROMETHEUS_PARSER), [SCRIPT], { stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk; });

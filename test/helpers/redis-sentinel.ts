@@ -15,12 +15,7 @@ import { Redis } from 'ioredis';
 import { answers, startRedisServer } from './redis-server.js';
 import type { RedisServer } from './redis-server.js';
 import { freePort } from './services.js';
-import type { SystemTool } from './system-tool.js';
-
-const REDIS_SENTINEL_PATH = '/usr/bin/redis-sentinel';
-
-/** For `describeWith`: the tests that start Sentinels need Debian's package. */
-export const REDIS_SENTINEL: SystemTool = { tool: `Debian's redis-sentinel (${REDIS_SENTINEL_PATH})`, available: fs.existsSync(REDIS_SENTINEL_PATH), install: 'apt-get install redis-sentinel' };
+import { program, REDIS_SENTINEL } from './system-tool.js';
 
 export interface SentinelSet {
   readonly name: string;
@@ -98,7 +93,7 @@ export async function startSentinelSet({ name = 'oauth-primary', serverPassword,
     ].join('\n'));
     dirs.push(dir);
     sentinelPorts.push(port);
-    sentinels.push(spawn(REDIS_SENTINEL_PATH, [path.join(dir, 'sentinel.conf')], { stdio: 'ignore' }));
+    sentinels.push(spawn(program(REDIS_SENTINEL), [path.join(dir, 'sentinel.conf')], { stdio: 'ignore' }));
   }
   const set: SentinelSet = {
     name,

@@ -25,7 +25,7 @@ export interface ServiceProcess {
 
 export async function startServiceProcess(env: Record<string, string>): Promise<ServiceProcess> {
   await buildDist();
-  const database = await createTestDatabase();
+  const database = await createTestDatabase({ migrated: true });
   const prefix = testRedisPrefix();
   const instance = await startInstance({ DATABASE_URL: database.url, REDIS_URL, REDIS_KEY_PREFIX: prefix, ...UNLIMITED, ...env });
   const user = { username: `user${randomBytes(4).toString('hex')}`, password: 'correct horse battery' };

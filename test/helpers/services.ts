@@ -30,10 +30,12 @@ async function admin<T>(use: (client: pg.Client) => Promise<T>): Promise<T> {
   }
 }
 
-/** A fresh, empty database on the machine's Postgres. */
-export async function createTestDatabase(): Promise<TestDatabase> {
+/** A fresh database on the machine's Postgres: empty, or `migrated` (a copy of the migrated template). */
+export async function createTestDatabase({ migrated = false }: { migrated?: boolean } = {}): Promise<TestDatabase> {
   const name = `oauth_test_${process.pid}_${randomBytes(4).toString('hex')}`;
-  await admin((client) => client.query(`CREATE DATABASE "${name}"`));
+  // Loaded when asked for: most users of this file never open a database themselves.
+  const template = migrated ? ` TEMPLATE "${await (await import('./migrated-templates.js')).migratedTemplate(POSTGRES_ADMIN_URL)}"` : '';
+  await admin((client) => client.query(`CREATE DATABASE "${name}"${template}`));
   const url = new URL(POSTGRES_ADMIN_URL);
   url.pathname = `/${name}`;
   return {

@@ -13,7 +13,7 @@ import { buildDist } from './build.js';
 import { obtainTokens, registerClient } from './fixtures.js';
 import { startInstance, stopInstance } from './instance.js';
 import type { Instance } from './instance.js';
-import { runNode } from './run-node.js';
+import { runCli } from './cli.js';
 import { createTestDatabase, deleteRedisKeys, REDIS_URL, testRedisPrefix } from './services.js';
 import type { TestDatabase } from './services.js';
 import type { TestApp } from './test-app.js';
@@ -31,13 +31,13 @@ export function signalledService(user: { username: string; password: string }, e
   const prefix = testRedisPrefix();
   beforeAll(async () => {
     await buildDist();
-    service.database = await createTestDatabase();
+    service.database = await createTestDatabase({ migrated: true });
     const instanceEnv = {
       DATABASE_URL: service.database.url, REDIS_URL, REDIS_KEY_PREFIX: prefix,
       RATE_LIMIT_PER_MINUTE: '1000000', TOKEN_RATE_LIMIT_PER_MINUTE: '1000000', ...env,
     };
     service.instance = await startInstance(instanceEnv);
-    const created = await runNode('dist/cli.js', ['user:create', '--username', user.username, '--password', user.password, '--email', `${user.username}@example.com`, '--full-name', user.username], instanceEnv);
+    const created = await runCli(['user:create', '--username', user.username, '--password', user.password, '--email', `${user.username}@example.com`, '--full-name', user.username], instanceEnv);
     expect(created.code).toBe(0);
     const t = { baseUrl: service.instance.baseUrl } as TestApp;
     service.client = await registerClient(t);

@@ -13,7 +13,9 @@ import type { App, Logger } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import type { Logger as OpsLogger } from '../../src/ops/logger.js';
 import type { Config } from '../../src/config.js';
+import { copyMigratedPglite } from './migrated-templates.js';
 import { createTestDatabase, deleteRedisKeys, dropDatabase, freePort, REDIS_URL, tempDataDir, testRedisPrefix } from './services.js';
+import { fixtureJwksFile } from './fixture-keys.js';
 
 export type Mode = 'postgres' | 'embedded';
 
@@ -66,10 +68,12 @@ export async function startTestApp(options: StartOptions = {}): Promise<TestApp>
     env = { ...options.reuse, ...options.env };
   } else {
     const dataDir = tempDataDir();
-    env = { NODE_ENV: 'test', PORT: String(port), BASE_URL: `http://localhost:${port}`, DATA_DIR: dataDir, ...UNLIMITED };
+    env = { NODE_ENV: 'test', PORT: String(port), BASE_URL: `http://localhost:${port}`, DATA_DIR: dataDir, JWKS_FILE: fixtureJwksFile(), ...UNLIMITED };
     if (mode === 'postgres') {
-      const database = await createTestDatabase();
+      const database = await createTestDatabase({ migrated: true });
       Object.assign(env, { DATABASE_URL: database.url, REDIS_URL, REDIS_KEY_PREFIX: testRedisPrefix() });
+    } else if (options.env?.DATA_DIR === undefined) {
+      await copyMigratedPglite(dataDir);
     }
     Object.assign(env, options.env);
   }

@@ -9,12 +9,14 @@
  *
  * @example const tls = makeCertificates(); https.createServer({ key: tls.key, cert: tls.cert }, …); env.NODE_EXTRA_CA_CERTS = tls.caFile;
  */
-import { describeWith, runs } from './system-tool.js';
-import { makeCertificates } from './certificates.mjs';
+import { describeWith, OPENSSL, program } from './system-tool.js';
+import { makeCertificates as makeWith } from './certificates.mjs';
 import type { Certificates } from './certificates.mjs';
 
-export { makeCertificates };
 export type { Certificates };
 
 /** `describe` for tests that make certificates: skipped without `openssl` (failing under CI). */
-export const describeWithOpenssl = describeWith({ tool: "Debian's openssl", available: runs('openssl', 'version'), install: 'apt-get install openssl' });
+export const describeWithOpenssl = describeWith(OPENSSL);
+
+/** A CA and a server certificate, made by the machine's openssl (inside {@link describeWithOpenssl}). */
+export const makeCertificates = (): Certificates => makeWith(program(OPENSSL));

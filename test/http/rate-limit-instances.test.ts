@@ -17,7 +17,7 @@ describe('two instances on one Redis', () => {
 
   beforeAll(async () => {
     await buildDist();
-    database = await createTestDatabase();
+    database = await createTestDatabase({ migrated: true });
     // No rate-limit variables: the defaults (60 and 5).
     const env = { DATABASE_URL: database.url, REDIS_URL, REDIS_KEY_PREFIX: prefix };
     instances.push(await startInstance(env));

@@ -11,9 +11,9 @@ import type { RedisSentinel } from '../../src/config.js';
 import { connectRedis } from '../../src/store/redis.js';
 import { createUser, obtainTokens, registerClient } from '../helpers/fixtures.js';
 import { startRedisServer } from '../helpers/redis-server.js';
-import { REDIS_SENTINEL, startSentinelSet } from '../helpers/redis-sentinel.js';
+import { startSentinelSet } from '../helpers/redis-sentinel.js';
 import type { SentinelSet } from '../helpers/redis-sentinel.js';
-import { describeWith } from '../helpers/system-tool.js';
+import { describeWith, REDIS_SENTINEL } from '../helpers/system-tool.js';
 import { startTestApp } from '../helpers/test-app.js';
 
 const SERVER_PASSWORD = 'server-secret';

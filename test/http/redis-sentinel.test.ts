@@ -13,10 +13,10 @@ import { isStoreFailure } from '../../src/store/store-failure.js';
 import { Browser } from '../helpers/browser.js';
 import type { TestClient } from '../helpers/browser.js';
 import { createUser, tokenRequest } from '../helpers/fixtures.js';
-import { REDIS_SENTINEL, startSentinelSet } from '../helpers/redis-sentinel.js';
+import { startSentinelSet } from '../helpers/redis-sentinel.js';
 import type { SentinelSet } from '../helpers/redis-sentinel.js';
 import { freePort } from '../helpers/services.js';
-import { describeWith } from '../helpers/system-tool.js';
+import { describeWith, REDIS_SENTINEL } from '../helpers/system-tool.js';
 import { startTestApp } from '../helpers/test-app.js';
 import type { TestApp } from '../helpers/test-app.js';
 

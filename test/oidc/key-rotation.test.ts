@@ -19,7 +19,6 @@ import { createLocalJWKSet, decodeJwt, jwtVerify } from 'jose';
 import type { JSONWebKeySet } from 'jose';
 import { Browser } from '../helpers/browser.js';
 import type { TestClient, TestUser } from '../helpers/browser.js';
-import { buildDist } from '../helpers/build.js';
 import { runCli } from '../helpers/cli.js';
 import { createUser, obtainTokens, registerClient, tokenRequest, userinfo } from '../helpers/fixtures.js';
 import { stateAt } from '../../src/oidc/key-schedule.js';
@@ -65,7 +64,6 @@ describe('a key rotation on two instances under load', () => {
   const statesSeen: Record<string, string>[] = [];
 
   beforeAll(async () => {
-    await buildDist();
     a = await startTestApp({ env: SHORT_WINDOWS });
     b = await secondInstance(a);
     cli = (args) => runCli(args, { DATABASE_URL: a.env.DATABASE_URL!, DATA_DIR: a.env.DATA_DIR!, ...SHORT_WINDOWS });

@@ -46,7 +46,7 @@ describe('node dist/launch.cjs', () => {
   let database: TestDatabase;
   beforeAll(async () => {
     await buildDist();
-    database = await createTestDatabase();
+    database = await createTestDatabase({ migrated: true });
   }, 180_000);
   afterAll(async () => { await database?.drop(); });
 

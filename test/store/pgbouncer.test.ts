@@ -12,11 +12,11 @@ import { openDatabase } from '../../src/store/database.js';
 import type { Database } from '../../src/store/database.js';
 import { migrate } from '../../src/store/migrate.js';
 import { asUnavailable } from '../../src/store/store-failure.js';
-import { boundRole, PGBOUNCER, startPgbouncer } from '../helpers/pgbouncer.js';
+import { boundRole, startPgbouncer } from '../helpers/pgbouncer.js';
 import type { Pgbouncer } from '../helpers/pgbouncer.js';
 import { createTestDatabase } from '../helpers/services.js';
 import type { TestDatabase } from '../helpers/services.js';
-import { describeWith } from '../helpers/system-tool.js';
+import { describeWith, PGBOUNCER } from '../helpers/system-tool.js';
 
 const STATEMENT_MS = 400;
 const IDLE_IN_TRANSACTION_MS = 300;

@@ -15,7 +15,7 @@ import { startInstance, stopInstance } from '../helpers/instance.js';
 import type { Instance } from '../helpers/instance.js';
 import { startReceiver, verify, webhooksApi } from '../helpers/receiver.js';
 import type { Hit, Receiver } from '../helpers/receiver.js';
-import { runNode } from '../helpers/run-node.js';
+import { runCli } from '../helpers/cli.js';
 import { createTestDatabase, deleteRedisKeys, REDIS_URL, testRedisPrefix } from '../helpers/services.js';
 import type { TestDatabase } from '../helpers/services.js';
 import type { TestApp } from '../helpers/test-app.js';
@@ -45,7 +45,7 @@ describe('kill -9 while webhook attempts are in flight, then a restart', () => {
 
   beforeAll(async () => {
     await buildDist();
-    database = await createTestDatabase();
+    database = await createTestDatabase({ migrated: true });
     receiver = await startReceiver();
     env = {
       DATABASE_URL: database.url, REDIS_URL, REDIS_KEY_PREFIX: prefix,
@@ -56,7 +56,7 @@ describe('kill -9 while webhook attempts are in flight, then a restart', () => {
       WEBHOOK_ATTEMPT_TIMEOUT_MS: String(ATTEMPT_TIMEOUT_MS), WEBHOOK_LEASE_MS: String(LEASE_MS),
     };
     instance = await startInstance(env);
-    const created = await runNode('dist/cli.js', ['user:create', '--username', USER.username, '--password', USER.password, '--email', 'crash@example.com', '--full-name', 'Crash'], env);
+    const created = await runCli(['user:create', '--username', USER.username, '--password', USER.password, '--email', 'crash@example.com', '--full-name', 'Crash'], env);
     expect(created.code).toBe(0);
     db = new pg.Client({ connectionString: database.url });
     await db.connect();
