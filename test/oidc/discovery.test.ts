@@ -14,12 +14,13 @@ describe('discovery', () => {
   afterAll(async () => { await t.close(); });
 
   describe.each(['/.well-known/oauth-authorization-server', '/.well-known/openid-configuration'])('GET %s', (path) => {
-    test('issuer, the spec paths, revocation and introspection, registration, code + S256, client_secret_post/basic and public clients, iss parameter', async () => {
+    test('issuer, the spec paths, revocation and introspection, registration, code + S256, client_secret_post/basic, private_key_jwt (asymmetric) and public clients, iss parameter', async () => {
       const res = await fetch(`${t.baseUrl}${path}`);
       expect(res.status).toBe(200);
       expect(res.headers.get('content-type')).toMatch(/^application\/json/);
       const metadata = await res.json() as Record<string, unknown>;
-      const methods = ['client_secret_post', 'client_secret_basic'];
+      const methods = ['client_secret_post', 'client_secret_basic', 'private_key_jwt'];
+      const algorithms = ['RS256', 'PS256', 'ES256', 'EdDSA'];
       expect(metadata).toMatchObject({
         issuer: t.baseUrl,
         authorization_endpoint: `${t.baseUrl}/api/authorize.php`,
@@ -35,8 +36,11 @@ describe('discovery', () => {
         token_endpoint_auth_methods_supported: [...methods, 'none'],
         revocation_endpoint_auth_methods_supported: [...methods, 'none'],
         introspection_endpoint_auth_methods_supported: methods,
+        token_endpoint_auth_signing_alg_values_supported: algorithms,
+        revocation_endpoint_auth_signing_alg_values_supported: algorithms,
+        introspection_endpoint_auth_signing_alg_values_supported: algorithms,
       });
-      expect([...metadata.grant_types_supported as string[]].sort()).toEqual(['authorization_code', 'refresh_token']);
+      expect([...metadata.grant_types_supported as string[]].sort()).toEqual(['authorization_code', 'client_credentials', 'refresh_token']);
     });
 
     test('every URL it names is served (a POST-only endpoint answers GET with 405, never 404)', async () => {

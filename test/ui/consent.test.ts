@@ -60,7 +60,7 @@ describe('the consent page', () => {
 
   test('an operator\'s client: no note, but still where the answer goes', async () => {
     const { client } = await t.app.clients.register({ clientName: 'Payroll', redirectUri: 'https://payroll.example/cb' }, undefined, 'operator');
-    const html = await consentOf(client.clientId, client.redirectUri, {});
+    const html = await consentOf(client.clientId, client.redirectUri!, {});
     expect(html).not.toContain('id="self_registered"');
     const page = text(html);
     expect(page).toContain('Payroll wants to read your profile:');
