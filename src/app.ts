@@ -59,6 +59,7 @@ import type { SigningKeys } from './oidc/key-rotation.js';
 import { redisAdapters } from './oidc/redis-adapter.js';
 import { DISCOVERY_PATHS, ROUTES, TOKEN_ISSUING_PATHS } from './oidc/routes.js';
 import { authorizeGlue, introspectGlue, resumeGlue, userinfoGlue } from './oidc/spec-glue.js';
+import { discoveryGlue } from './oidc/discovery-glue.js';
 import { tokenEndpoint } from './oidc/token-endpoint.js';
 import { accessLog, trackInFlight } from './http/access-log.js';
 import { parseBody } from './http/body.js';
@@ -285,7 +286,8 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     .post(ROUTES.token, tokenEndpoint({ admit: tokenAdmission(tokenByClient), guard: guards.durable, provider: toProvider, credentialOf, resourceScope, log }))
     .get(ROUTES.userinfo, userinfoGlue, toProvider)
     .post(ROUTES.userinfo, userinfoGlue, toProvider)
-    .post(ROUTES.introspection, introspectGlue(usernameOf, introspectJwt), toProvider);
+    .post(ROUTES.introspection, introspectGlue(usernameOf, introspectJwt), toProvider)
+    .get([...DISCOVERY_PATHS], discoveryGlue(async () => (await guards.durable(() => resources.list())).flatMap((resource) => resource.scopes)), toProvider);
 
   // Answered before the rate limits, and only at their exact paths (routed, so that other requests pass neither).
   const unlimited = new Router({ strict: true, sensitive: true })

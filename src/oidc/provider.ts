@@ -166,6 +166,9 @@ export function createProvider(deps: ProviderDependencies): Provider {
     // provider already deletes all the grant's tokens; this also deletes the grant and emits
     // grant.revoked for an access token, as it does for a refresh token). @see RFC 7009 §2.1
     revokeGrantPolicy: () => true,
+    // An authorization reuses the grant its sign-in session holds for the client, so a step-up
+    // (RFC 6750 §3.1 insufficient_scope, then the old scopes and the new) asks the user only for
+    // what is new, and the grant keeps what was approved (ui/interactions.ts adds to it).
     // An authorization that reuses a grant close to its end renews it (see grantTtl).
     loadExistingGrant: async (ctx) => {
       const grantId = ctx.oidc.result?.consent?.grantId || ctx.oidc.session!.grantIdFor(ctx.oidc.client!.clientId);
