@@ -24,8 +24,11 @@ import { dynamicRegistration } from './clients/dynamic-registration.js';
 import { registrationLock } from './clients/registration-lock.js';
 import { deleteIdleClients } from './clients/idle-clients.js';
 import { isMetadataDocumentClientId, metadataFetchDetail, metadataFetchReason } from './clients/metadata-document.js';
+import { createKeySets } from './clients/key-sets.js';
+import { describedBy } from './clients/client-metadata.js';
 import { guardedFetch } from './outbound/guarded-fetch.js';
 import { outboundPolicies } from './outbound/policies.js';
+import { urlProblem } from './outbound/ssrf-guard.js';
 import { createResourceStore } from './resources/resource-store.js';
 import { openAnsweringDatabase } from './store/database.js';
 import type { Database } from './store/database.js';
@@ -41,6 +44,8 @@ import { connectRedis, redisState, redisTarget } from './store/redis.js';
 import { loadKeys } from './store/keys.js';
 import { createAdapterFactory, postgresAdapters } from './oidc/adapter.js';
 import { createAuthorizedApps } from './oidc/authorized-apps.js';
+import { clientKeys, keySetFetch } from './oidc/client-keys.js';
+import { logClientAuthRefusals } from './oidc/client-auth-refusals.js';
 import { createFindAccount } from './accounts/provider-account.js';
 import { revocationAnnouncer } from './oidc/grant-revocations.js';
 import { loginSessions } from './oidc/login-session.js';
@@ -55,6 +60,7 @@ import type { SigningKeys } from './oidc/key-rotation.js';
 import { redisAdapters } from './oidc/redis-adapter.js';
 import { DISCOVERY_PATHS, PROVIDER_PATHS, ROUTES, TOKEN_ISSUING_PATHS } from './oidc/routes.js';
 import { authorizeGlue, introspectGlue, resumeGlue, userinfoGlue } from './oidc/spec-glue.js';
+import { discoveryGlue } from './oidc/discovery-glue.js';
 import { tokenEndpoint } from './oidc/token-endpoint.js';
 import { accessLog, publicOrigin, trackInFlight } from './http/access-log.js';
 import { parseBody } from './http/body.js';
@@ -198,6 +204,15 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   // Declared resource servers (RFC 8707): RESOURCES and resources:add (docs/mcp.md).
   const resources = createResourceStore({ prisma: db.prisma, configured: config.standardClients.resources, audit });
   const documents = config.standardClients.metadataDocuments;
+  // Clients' key sets (jwks_uri) for private_key_jwt, kept in memory (clients/key-sets.ts, oidc/client-keys.ts).
+  const keySets = createKeySets({
+    fetch: guardedFetch({ policy: outbound.keySets, timeoutMs: documents.timeoutMs, maxBytes: config.standardClients.keySets.maxBytes }),
+    cacheMinSeconds: documents.cacheMinSeconds,
+    cacheMaxSeconds: documents.cacheMaxSeconds,
+    refetchSeconds: config.standardClients.keySets.refetchSeconds,
+    onFailure: (uri, error) => logger.warn({ jwks_uri: uri, reason: error.reason, detail: error.detail }, 'client key set fetch failed'),
+  });
+  const keysOfClients = clientKeys(keySets);
 
   const providerOptions: ProviderDependencies = {
     config,
@@ -208,6 +223,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
       shortLived: redis ? redisAdapters(redis, config.redisKeyPrefix) : memory!.adapters,
       findClient: hot.findClient,
       guards,
+      clientKeys: keysOfClients,
     }),
     findAccount: createFindAccount(hot.findUser, guards.durable),
     renderError: async (ctx, out, thrown) => {
@@ -222,10 +238,12 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     },
     checkClientSecret: checkSecret,
     findResource: resources.find,
-    fetch: guardedFetch({ policy: outbound.documents, timeoutMs: documents.timeoutMs, maxBytes: documents.maxBytes }) as never,
+    fetch: keySetFetch(keySets, guardedFetch({ policy: outbound.documents, timeoutMs: documents.timeoutMs, maxBytes: documents.maxBytes })) as never,
+    clientKeys: keysOfClients,
   };
   const provider = createProvider(providerOptions);
   provider.on('server_error', (ctx, error) => log(error, ctx));
+  logClientAuthRefusals(provider, logger);
   recordProviderEvents({ provider, audit, webhooks, tokenIssued: metrics.registry ? metrics.tokenIssued : undefined, send, log: (error, ctx) => log(error, ctx) });
   const cleanup = startCleanup(db.prisma, {
     auditRetentionDays: config.auditRetentionDays,
@@ -233,9 +251,15 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     // Self-registered clients that obtained no token for DYNAMIC_CLIENT_IDLE_DAYS (clients/client-usage.ts).
     sweeps: [(limit) => deleteIdleClients(db.prisma, audit, { days: config.standardClients.dynamicClientIdleDays, limit })],
   });
-  // A metadata document's client is public (clients/metadata-document.ts); ours are when they have no secret.
-  const isPublicClient = async (clientId: string) => isMetadataDocumentClientId(clientId)
-    || (isWellFormedClientId(clientId) && (await hot.findClient(clientId))?.clientSecretHash === null);
+  // What a client authenticates with, for the token endpoint's required fields: a metadata
+  // document's client is taken for public (its document is not fetched for this); ours say.
+  const credentialOf = async (clientId: string) => {
+    if (isMetadataDocumentClientId(clientId)) return 'none' as const;
+    const client = isWellFormedClientId(clientId) ? await hot.findClient(clientId) : null;
+    const method = client && describedBy(client)?.token_endpoint_auth_method;
+    return method === 'none' ? 'none' as const : method === 'private_key_jwt' ? 'assertion' as const : 'secret' as const;
+  };
+  const resourceScope = async (indicator: string) => (await resources.find(indicator))?.scopes.join(' ');
   const introspectJwt = jwtIntrospection({
     issuer: config.baseUrl,
     publicKeys: signingKeys.publicKeys,
@@ -268,12 +292,13 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   // mount(provider), with a provider rebuilt whenever the signing keys change (oidc/key-rotation.ts).
   const toProvider = signingKeys.serve(provider, (jwks) => createProvider({ ...providerOptions, jwks }), { audit, log: (error) => log(error) });
   const oauth = new Router({ strict: true, sensitive: true })
-    .get(ROUTES.authorization, authorizeGlue(respondError, async (indicator) => (await resources.find(indicator))?.scopes.join(' ')), toProvider)
+    .get(ROUTES.authorization, authorizeGlue(respondError, resourceScope), toProvider)
     .all(new RegExp(`^${ROUTES.authorization.replace('.', '\\.')}/[^/]+$`), resumeGlue, toProvider)
-    .post(ROUTES.token, tokenEndpoint({ admit: tokenAdmission(tokenByClient), guard: guards.durable, provider: toProvider, isPublicClient, log }))
+    .post(ROUTES.token, tokenEndpoint({ admit: tokenAdmission(tokenByClient), guard: guards.durable, provider: toProvider, credentialOf, resourceScope, log }))
     .get(ROUTES.userinfo, userinfoGlue, toProvider)
     .post(ROUTES.userinfo, userinfoGlue, toProvider)
-    .post(ROUTES.introspection, introspectGlue(usernameOf, introspectJwt), toProvider);
+    .post(ROUTES.introspection, introspectGlue(usernameOf, introspectJwt), toProvider)
+    .get([...DISCOVERY_PATHS], discoveryGlue(async () => (await guards.durable(() => resources.list())).flatMap((resource) => resource.scopes)), toProvider);
 
   // Answered before the rate limits, and only at their exact paths (routed, so that other requests pass neither).
   const unlimited = new Router({ strict: true, sensitive: true })
@@ -313,7 +338,11 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     .use(registerRoutes({
       clients, views, body,
       lock: registrationLock(config.standardClients.registrationInitialAccessToken),
-      dynamic: dynamicRegistration({ clients, check: checkRegisteredMetadata(provider) }),
+      dynamic: dynamicRegistration({
+        clients,
+        check: checkRegisteredMetadata(provider),
+        rules: { clientCredentials: config.standardClients.registrationClientCredentials, jwksUriDestination: (uri) => urlProblem(uri, outbound.keySets) },
+      }),
     }).routes())
     .use(settingsRoutes({ findClient: clients.find, checkSecret, settings: clientSettings, webhooks, views, body, clock }).routes())
     .use(webhooksApi({ findClient: clients.find, checkSecret, webhooks, body }).routes())

@@ -15,6 +15,8 @@ export const ERROR_STATUS = {
   invalid_token: 401,
   invalid_grant: 400,
   unsupported_grant_type: 400,
+  /** RFC 6749 §5.2: an authenticated client asked for a grant type it did not register or cannot have. */
+  unauthorized_client: 400,
   unsupported_response_type: 400,
   invalid_scope: 400,
   /** RFC 8707 §2: a `resource` that names no declared resource server. */

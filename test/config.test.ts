@@ -69,8 +69,10 @@ describe('loadConfig defaults', () => {
       secretRotationGraceMs: 86_400_000,
       standardClients: {
         registrationInitialAccessToken: undefined,
+        registrationClientCredentials: false,
         dynamicClientIdleDays: 30,
         metadataDocuments: { allowPrivateNetworks: false, timeoutMs: 5000, maxBytes: 5120, cacheMinSeconds: 30, cacheMaxSeconds: 86_400 },
+        keySets: { maxBytes: 65_536, refetchSeconds: 10 },
         resources: [],
       },
     });

@@ -8,7 +8,8 @@
  * refresh token rotates: each chain stays one sequence of refreshes).
  *
  * Spec (argv[2], JSON): { url, connections, seconds, request: { method, path, headers, body },
- *   expect: [status…], pool?: { file, body: 'code={value}&…', recycle?: 'refresh_token' } }
+ *   expect: [status…], pool?: { file, body: 'code={value}&…', recycle?: 'refresh_token', raw?: true } }
+ * (`raw`: each value is already form-encoded, several fields at once: sent as it is.)
  */
 import fs from 'node:fs';
 import autocannon from 'autocannon';
@@ -34,7 +35,7 @@ if (spec.pool) {
       tracker?.stop();
       value = 'pool-exhausted';
     }
-    return { ...req, body: spec.pool.body.replace('{value}', encodeURIComponent(value)) };
+    return { ...req, body: spec.pool.body.replace('{value}', spec.pool.raw ? value : encodeURIComponent(value)) };
   };
   if (spec.pool.recycle) {
     request.onResponse = (status, body) => {

@@ -10,7 +10,8 @@
  * came before counts. p50 and p99 are wrk's, over every answer of the run.
  *
  * Spec (argv[2], JSON): { url, connections, seconds, request: { method, path, headers, body },
- *   expect: [status…], pool?: { file, body: 'code={value}&…', recycle?: 'refresh_token' } }
+ *   expect: [status…], pool?: { file, body: 'code={value}&…', recycle?: 'refresh_token', raw?: true } }
+ * (`raw`: each value is already form-encoded, several fields at once: sent as it is.)
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -47,7 +48,7 @@ const lines = [
 if (spec.pool) {
   const values = JSON.parse(fs.readFileSync(spec.pool.file, 'utf8'));
   const poolFile = path.join(dir, 'pool.txt');
-  fs.writeFileSync(poolFile, values.map((value) => encodeURIComponent(value)).join('\n'));
+  fs.writeFileSync(poolFile, values.map((value) => (spec.pool.raw ? value : encodeURIComponent(value))).join('\n'));
   const [before, after] = spec.pool.body.split('{value}');
   lines.push(
     'local pool, next = {}, 1',

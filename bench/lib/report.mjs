@@ -11,7 +11,7 @@ import { fmt, fmtRatio, formatTable, ratio } from './stats.mjs';
 
 export const COLUMNS = ['target', 'row', 'req/s', 'p50 ms', 'p99 ms', 'vs anchor', 'PG xacts/req', 'Redis cmds/req', 'CPU µs/req', 'RSS MB', 'notes'];
 
-/** Each row's anchor: P's figure for the same row, the argon2id ceiling for logins, the exchange for a 429. */
+/** Each row's anchor: P's figure for the same row, the argon2id ceiling for logins, the exchange for a 429 and for private_key_jwt's exchange. */
 export function anchorOf(result, results, argon2Rate) {
   const sameTarget = (row) => results.find((r) => r.target === result.target && r.row === row);
   if (result.target.startsWith('P:')) return '1.00 P';
@@ -20,6 +20,10 @@ export function anchorOf(result, results, argon2Rate) {
   if (result.row === '429') {
     const exchange = sameTarget('exchange');
     return exchange ? `${fmt(ratio(exchange.cpuUs, result.cpuUs), 1)}× cheaper (CPU) than an exchange` : '';
+  }
+  if (result.row === 'exchange-pkjwt') {
+    const exchange = sameTarget('exchange');
+    return exchange ? `${fmt(ratio(result.perSecond, exchange.perSecond), 2)}× a secret exchange's req/s, ${fmt(ratio(result.cpuUs, exchange.cpuUs), 2)}× its CPU` : '';
   }
   const p = results.find((r) => r.target.startsWith('P:') && r.row === result.row);
   return p ? fmtRatio(ratio(result.perSecond, p.perSecond), 'P') : '';

@@ -9,6 +9,7 @@
  * | discovery | GET /.well-known/openid-configuration               | –                                       |
  * | userinfo  | GET /api/userinfo.php, Bearer                       | –                                       |
  * | exchange  | POST /api/token.php, spec form body (code, id, secret) | a code from a silent authorization   |
+ * | exchange-pkjwt | POST /api/token.php, code and a client assertion (private_key_jwt, RS256, keys registered inline) | a code, and an assertion signed before the run |
  * | refresh   | POST /api/token.php, grant_type=refresh_token       | the refresh token the last answer rotated |
  * | silent    | GET /api/authorize.php with a session and a consent → 303 with a code | –                |
  * | login     | a new browser: authorize → login → consent → code (8 at once) | –                             |
@@ -71,6 +72,24 @@ export const ROWS = {
       };
     },
   },
+  'exchange-pkjwt': {
+    title: 'code exchange, private_key_jwt',
+    serviceOnly: true,
+    plan: (target, s) => {
+      // Each request its own code and its own assertion (a jti is used once): both in the pool's value.
+      const mint = async (n) => target.signedCodeBodies(await target.mintCodes(n, target.keyClient));
+      const spec = async (seconds, n) => cannon(target, s, { method: 'POST', path: PATHS.service.token, headers: FORM }, [200],
+        { seconds, pool: { file: writePool(s.tmpDir, 'signed', await mint(n)), body: '{value}', raw: true } });
+      return {
+        warmup: () => spec(s.warmup, s.quick ? 300 : 1500),
+        runs: async (rate) => {
+          const specs = [];
+          for (let i = 0; i < s.runs; i += 1) specs.push(await spec(s.seconds, poolSize(rate, s.seconds)));
+          return specs;
+        },
+      };
+    },
+  },
   refresh: {
     title: 'refresh grant',
     plan: (target, s) => {
@@ -125,4 +144,4 @@ export const ROWS = {
   },
 };
 
-export const ROW_IDS = ['discovery', 'userinfo', 'exchange', 'refresh', 'silent', 'login', '429'];
+export const ROW_IDS = ['discovery', 'userinfo', 'exchange', 'exchange-pkjwt', 'refresh', 'silent', 'login', '429'];

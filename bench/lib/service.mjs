@@ -21,6 +21,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
+import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import pg from 'pg';
 import { Browser, authorizePath } from './browser.mjs';
 import { storeCounters } from './counters.mjs';
@@ -75,12 +76,36 @@ function runCli(root, args, env) {
   });
 }
 
+const ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
+
+/**
+ * A private_key_jwt client (RFC 7591, its RS256 key registered inline), for the exchange-pkjwt
+ * row: { client_id, redirect_uri, sign() } (a fresh assertion for the token endpoint), or
+ * undefined when the build under test refuses one (an older build, in an A/B run).
+ */
+async function registerKeyClient(base) {
+  const { publicKey, privateKey } = await generateKeyPair('RS256');
+  const redirect = 'http://127.0.0.1:9/signed';
+  const res = await fetch(`${base}/api/register.php`, {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      client_name: 'Bench signer', redirect_uris: [redirect], grant_types: ['authorization_code', 'refresh_token'],
+      token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [await exportJWK(publicKey)] },
+    }),
+  });
+  if (res.status !== 201) return undefined;
+  const { client_id: clientId } = await res.json();
+  const sign = () => new SignJWT({}).setProtectedHeader({ alg: 'RS256' }).setIssuer(clientId).setSubject(clientId).setAudience(base)
+    .setIssuedAt().setExpirationTime('10m').setJti(randomBytes(16).toString('base64url')).sign(privateKey);
+  return { client_id: clientId, redirect_uri: redirect, sign };
+}
+
 /**
  * Prepares a mode's stores and fixtures and starts the service on them.
  * `nodeArgs` go before `dist/launch.cjs` (the bench's --cpu-prof passes Node's profiler flags);
  * `env` is added to the service's environment (the bench's --env, to compare configurations);
  * `root` is the folder it runs from (its `dist/`); `name` names its log files.
- * Returns the target: { mode, root, base, server, client, user, sessionCookie, counters, accessToken, mintCodes(n), exchange(code), startRefusing(), close() }.
+ * Returns the target: { mode, root, base, server, client, keyClient, user, sessionCookie, counters, accessToken, mintCodes(n, client?), signedCodeBodies(codes), exchange(code), startRefusing(), close() }.
  */
 export async function startService(mode, { logDir, nodeArgs = [], env: extraEnv = {}, root = ROOT, name = `service-${mode}` }) {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `oauth-bench-${mode}-`));
@@ -123,10 +148,12 @@ export async function startService(mode, { logDir, nodeArgs = [], env: extraEnv 
       method: 'POST', headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ client_name: 'Bench', redirect_uri: 'http://127.0.0.1:9/callback' }),
     }).then((res) => res.json());
-    // One browser session that has logged in and consented: silent authorizations reuse it.
+    const keyClient = await registerKeyClient(base);
+    // One browser session that has logged in and consented to both: silent authorizations reuse it.
     const signIn = async () => {
       const browser = new Browser(base);
       const code = await browser.authorize(client, USER);
+      if (keyClient) await browser.authorize(keyClient, USER);
       return { code, cookie: browser.cookiesFor(authorizePath(client)) };
     };
     const first = await signIn();
@@ -139,19 +166,28 @@ export async function startService(mode, { logDir, nodeArgs = [], env: extraEnv 
       server,
       databaseUrl: env.DATABASE_DIRECT_URL ?? env.DATABASE_URL, // PostgreSQL itself (seeding), not the pooler
       client,
+      keyClient,
       user: USER,
       sessionCookie,
       counters: storeCounters({ adminUrl: POSTGRES_ADMIN_URL, database, redisUrl }),
       /** The spec's token form body for a code. */
       codeBody: (code) => new URLSearchParams({ code, client_id: client.client_id, client_secret: client.client_secret }).toString(),
       refreshBody: (token) => new URLSearchParams({ grant_type: 'refresh_token', refresh_token: token, client_id: client.client_id, client_secret: client.client_secret }).toString(),
-      /** Fresh codes through silent authorizations of the bench session (16 in flight). */
-      async mintCodes(n) {
+      /**
+       * Token form bodies for `codes` of the key client, each with an assertion of its own (RS256, no
+       * client_id, as ChatGPT's and the MCP SDK's), signed now: before the measured window opens.
+       */
+      async signedCodeBodies(codes) {
+        if (!keyClient) throw new Error('this build registered no private_key_jwt client (RFC 7591 with jwks refused): it has no exchange-pkjwt row');
+        return Promise.all(codes.map(async (code) => `code=${encodeURIComponent(code)}&${new URLSearchParams({ client_assertion_type: ASSERTION_TYPE, client_assertion: await keyClient.sign() })}`));
+      },
+      /** Fresh codes of `forClient` (the spec client by default) through silent authorizations of the bench session (16 in flight). */
+      async mintCodes(n, forClient = client) {
         const codes = [];
         const headers = { cookie: target.sessionCookie, accept: 'text/html' };
         await Promise.all(Array.from({ length: 16 }, async () => {
           while (codes.length < n) {
-            const res = await fetch(`${base}${authorizePath(client)}`, { headers, redirect: 'manual' });
+            const res = await fetch(`${base}${authorizePath(forClient)}`, { headers, redirect: 'manual' });
             const code = res.headers.get('location') && new URL(res.headers.get('location')).searchParams.get('code');
             if (!code) throw new Error(`silent authorize gave ${res.status} ${res.headers.get('location')}`);
             codes.push(code);

@@ -6,6 +6,8 @@ export interface McpServerOptions {
   host?: string;
   /** Where clients connect and the `aud` its tokens must carry; default http://localhost:<port>/mcp. */
   resource?: string;
+  /** The scope a 401 challenge names (the least a client should ask for first); unset: none. */
+  challengeScope?: string | undefined;
 }
 
 export interface StartedMcpServer {

@@ -4,8 +4,11 @@
  * service, as the MCP authorization spec asks of a resource server:
  * - RFC 9728 metadata at /.well-known/oauth-protected-resource (and at the path-derived
  *   /.well-known/oauth-protected-resource/mcp), naming the service as its authorization server;
- * - a request without a valid token gets 401 with `WWW-Authenticate: Bearer resource_metadata="…"`,
- *   one whose token lacks a scope 403 `insufficient_scope` naming it;
+ * - a request without a valid token gets 401 with `WWW-Authenticate: Bearer resource_metadata="…"`
+ *   (and, with `challengeScope`, the scope to ask for first: MCP 2025-11-25's least privilege,
+ *   clients then use it instead of every scope the metadata lists); one whose token lacks a
+ *   scope gets 403 `insufficient_scope` naming the scopes to ask for: those the token holds and
+ *   the one needed, so that a client authorizing again for them loses nothing (a step-up);
  * - tokens are RFC 9068 JWTs checked offline with `jose` against the service's JWKS: issuer,
  *   audience (this server's resource URI), `typ: at+jwt`, expiry and scope (`tools:read` for
  *   everything, `tools:call` to call a tool);
@@ -13,7 +16,8 @@
  *
  * Environment: AUTH_SERVER (the service's issuer, default http://localhost:3000), MCP_PORT
  * (3001), MCP_HOST (127.0.0.1), MCP_RESOURCE (default http://localhost:<MCP_PORT>/mcp; declare
- * the same URI at the service: RESOURCES or resources:add). See README.md beside this file.
+ * the same URI at the service: RESOURCES or resources:add), MCP_CHALLENGE_SCOPE (unset: the 401
+ * names no scope). See README.md beside this file.
  *
  * @example node examples/mcp-server/server.mjs
  */
@@ -54,7 +58,7 @@ const neededScope = (body) => ([body].flat().some((message) => message?.method =
  * Starts the server. `resource` (where clients connect, and the `aud` its tokens must carry)
  * defaults to http://localhost:<port>/mcp once the port is known. Resolves to it and close().
  */
-export async function startMcpServer({ issuer, port = 3001, host = '127.0.0.1', resource } = {}) {
+export async function startMcpServer({ issuer, port = 3001, host = '127.0.0.1', resource, challengeScope } = {}) {
   // The service's RFC 8414 metadata names its JWKS; keys are fetched once, then as `kid`s change.
   const metadata = await (await fetch(new URL('/.well-known/oauth-authorization-server', issuer))).json();
   const jwks = createRemoteJWKSet(new URL(metadata.jwks_uri));
@@ -71,7 +75,7 @@ export async function startMcpServer({ issuer, port = 3001, host = '127.0.0.1', 
   /** The verified token as the SDK's AuthInfo, or undefined after answering 401. */
   async function authenticate(req, res) {
     const token = /^Bearer (\S+)$/i.exec(req.headers.authorization ?? '')?.[1];
-    if (!token) return challenge(res, 401, {});
+    if (!token) return challenge(res, 401, challengeScope ? { scope: challengeScope } : {});
     try {
       const { payload } = await jwtVerify(token, jwks, { issuer: metadata.issuer, audience: resourceUri(), typ: 'at+jwt' });
       return { token, clientId: payload.client_id, scopes: String(payload.scope ?? '').split(' ').filter(Boolean), expiresAt: payload.exp, extra: { sub: payload.sub } };
@@ -95,7 +99,10 @@ export async function startMcpServer({ issuer, port = 3001, host = '127.0.0.1', 
       if (!auth) return undefined;
       const body = req.method === 'POST' ? await readJson(req) : undefined;
       const needed = neededScope(body);
-      if (!auth.scopes.includes(needed)) return challenge(res, 403, { error: 'insufficient_scope', scope: needed, error_description: `this needs the ${needed} scope` });
+      if (!auth.scopes.includes(needed)) {
+        const scope = [...auth.scopes, needed].join(' '); // what it holds, and what it lacks
+        return challenge(res, 403, { error: 'insufficient_scope', scope, error_description: `this needs the ${needed} scope` });
+      }
       req.auth = auth; // the SDK hands it to tools as extra.authInfo
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
       const mcp = mcpServer();
@@ -118,7 +125,7 @@ export async function startMcpServer({ issuer, port = 3001, host = '127.0.0.1', 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const issuer = process.env.AUTH_SERVER ?? 'http://localhost:3000';
   const port = Number(process.env.MCP_PORT ?? 3001);
-  const started = await startMcpServer({ issuer, port, host: process.env.MCP_HOST ?? '127.0.0.1', resource: process.env.MCP_RESOURCE });
+  const started = await startMcpServer({ issuer, port, host: process.env.MCP_HOST ?? '127.0.0.1', resource: process.env.MCP_RESOURCE, challengeScope: process.env.MCP_CHALLENGE_SCOPE });
   console.log(`MCP server at ${started.resource}: tokens from ${issuer} for this resource (scopes ${SCOPES.join(', ')})`);
   const stop = () => started.close().then(() => process.exit(0));
   process.on('SIGINT', stop).on('SIGTERM', stop);

@@ -13,6 +13,7 @@ import type { AuditContext } from '../audit/audit-log.js';
 import type { ChangeTransaction } from '../webhooks/audited-changes.js';
 import type { ClientSettings } from '../clients/client-settings.js';
 import type { ClientStore } from '../clients/client-store.js';
+import type { RegisteredMetadata } from '../clients/client-metadata.js';
 import type { Client, PrismaClient } from '../generated/prisma/client.js';
 import { grantCount } from '../oidc/authorized-apps.js';
 import type { ApplicationRevoked } from '../oidc/authorized-apps.js';
@@ -21,8 +22,12 @@ import type { WebhookEndpoint } from '../webhooks/webhook-store.js';
 import { NotFoundError } from './not-found.js';
 
 export interface ClientAdmin {
-  /** A client an operator vouches for (registration `operator`): its secret, shown this once. */
+  /** A client an operator vouches for (registration `operator`), in the spec's shape: its secret, shown this once. */
   create(input: { clientName: string; redirectUri: string }, context: AuditContext): Promise<{ client: Client; clientSecret: string }>;
+  /** A client an operator vouches for, described by its metadata (grant types, keys): its secret, if it has one, shown this once. */
+  createDescribed(metadata: RegisteredMetadata, context: AuditContext): Promise<{ client: Client; clientSecret: string | undefined }>;
+  /** Its keys (private_key_jwt) from now on; its secrets end. */
+  setKeys(client: Client, keys: Record<string, unknown>, context: AuditContext): Promise<{ client: Client; changed: string[] }>;
   /** A client by its client_id (exactly). */
   find(clientId: string): Promise<Client>;
   /** Every client, by name, with how many webhook endpoints it has. */
@@ -53,6 +58,12 @@ export function createClientAdmin({ prisma, clients, settings, changes }: Client
   return {
     create(input, context) {
       return clients.register(input, context, 'operator');
+    },
+    createDescribed(metadata, context) {
+      return clients.registerDynamic(metadata, context, 'operator');
+    },
+    setKeys(client, keys, context) {
+      return settings.setKeys(client.clientId, keys, context);
     },
     async find(clientId) {
       const client = await prisma.client.findUnique({ where: { clientId } });

@@ -11,7 +11,7 @@ export const AUDIT_EVENTS = {
   'login.blocked': 'a sign-in was refused unchecked: too soon after earlier failures of the username from the address (or of the browser), or the address over its ceiling for a username that failed there',
   'consent.granted': 'a user pressed Allow on the consent page',
   'consent.denied': 'a user pressed Deny on the consent page, or Cancel on the login page',
-  'token.issued': 'an authorization code was exchanged for tokens (written with the tokens, in their statement)',
+  'token.issued': 'an authorization code was exchanged for tokens, or a machine client got a client_credentials token (detail.grant_type; written with the tokens, in their statement)',
   'token.refreshed': 'a refresh token was exchanged for new tokens (written with the tokens, in their statement)',
   'token.revoked': 'grants or tokens ended: RFC 7009 revocation, a user revoking an application, an operator (tokens:revoke, a user disabled or deleted, a client deleted)',
   'token.reuse_detected': 'a used refresh token or a redeemed code was presented again; its grant was revoked',

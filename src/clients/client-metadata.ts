@@ -1,21 +1,37 @@
 /**
- * RFC 7591 client metadata: what a self-registering client may ask for, checked field by field
- * into the metadata as registered (defaults filled in as RFC 7591 §2 gives them). Fields the
- * service does not understand are ignored (§2); each refusal is the error §3.2.2 names.
+ * RFC 7591 client metadata: what a client may be registered with, by itself (RFC 7591 at
+ * /api/register.php) or by an operator (clients:create), checked field by field into the
+ * metadata as registered (defaults filled in as RFC 7591 §2 gives them). Fields the service does
+ * not understand are ignored (§2), and so are the values of a list it does not offer (a grant
+ * type, a response type): the client gets the part this service supports, and the answer says
+ * what was registered (§3.2.1). It is refused, with the error §3.2.2 names, only when nothing
+ * usable remains or a field it relies on is wrong.
  *
- * @see https://www.rfc-editor.org/rfc/rfc7591#section-2, RFC 8252 §7 (native apps' redirect URIs)
+ * | what the client does        | grant_types kept                      | it needs                                             |
+ * |-----------------------------|---------------------------------------|------------------------------------------------------|
+ * | the authorization-code flow | authorization_code, refresh_token     | response_types with code, redirect_uris              |
+ * | a machine's own tokens      | client_credentials (RFC 6749 §4.4)    | to be confidential (a secret, or private_key_jwt); self-registered: REGISTRATION_CLIENT_CREDENTIALS |
+ *
+ * A private_key_jwt client registers its public keys, inline or by URL (registered-keys.ts).
+ *
+ * @see https://www.rfc-editor.org/rfc/rfc7591#section-2, RFC 8252 §7 (native apps' redirect URIs), RFC 7523 §2.2
  */
 import { validName } from './client-name.js';
 import { LOOPBACK_HOSTS, redirectUriProblem } from './redirect-uri.js';
+import { CLIENT_AUTH_ALGORITHMS, jwksProblem, jwksUriProblem } from './registered-keys.js';
+import type { PublicJwks } from './registered-keys.js';
 
-export type TokenEndpointAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none';
+export type TokenEndpointAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'private_key_jwt' | 'none';
+export type GrantType = 'authorization_code' | 'refresh_token' | 'client_credentials';
 
-/** The metadata of an RFC 7591 client as it registered it (stored as `clients.metadata`). */
+/** The metadata of a client as it was registered (stored as `clients.metadata`). */
 export interface RegisteredMetadata {
+  /** Empty for a client without the authorization-code flow (a machine client). */
   redirect_uris: string[];
   token_endpoint_auth_method: TokenEndpointAuthMethod;
-  grant_types: ('authorization_code' | 'refresh_token')[];
-  response_types: ['code'];
+  grant_types: GrantType[];
+  /** `["code"]` with the authorization-code flow, else empty. */
+  response_types: 'code'[];
   application_type: 'web' | 'native';
   client_name?: string;
   scope?: string;
@@ -23,7 +39,31 @@ export interface RegisteredMetadata {
   logo_uri?: string;
   policy_uri?: string;
   tos_uri?: string;
+  /** private_key_jwt: its public keys, or where to fetch them (one of the two). */
+  jwks?: PublicJwks;
+  jwks_uri?: string;
+  token_endpoint_auth_signing_alg?: string;
 }
+
+/** What the one registering may ask for beyond the metadata itself. */
+export interface MetadataRules {
+  /** Whether the client_credentials grant may be kept: always for an operator; REGISTRATION_CLIENT_CREDENTIALS for RFC 7591. */
+  readonly clientCredentials: boolean;
+  /** The outbound guard's verdict on a jwks_uri's URL (an address it may not reach), if any. */
+  readonly jwksUriDestination?: (uri: string) => string | undefined;
+}
+
+/**
+ * A client's metadata as registered, or undefined for a client in the spec's shape (metadata
+ * `{}`: one redirect URI, the code flow, client_secret_post), whoever registered either.
+ */
+export function describedBy(client: { metadata: unknown }): RegisteredMetadata | undefined {
+  const metadata = client.metadata as Partial<RegisteredMetadata> | null;
+  return typeof metadata === 'object' && metadata !== null && typeof metadata.token_endpoint_auth_method === 'string' ? metadata as RegisteredMetadata : undefined;
+}
+
+/** Whether a client registered with `method` authenticates with a secret (RFC 6749 §2.3.1). */
+export const usesSecret = (method: string) => method === 'client_secret_basic' || method === 'client_secret_post';
 
 /** An RFC 7591 §3.2.2 refusal: `invalid_redirect_uri` or `invalid_client_metadata`. */
 export class ClientMetadataError extends Error {
@@ -33,8 +73,7 @@ export class ClientMetadataError extends Error {
   }
 }
 
-const AUTH_METHODS: readonly string[] = ['client_secret_basic', 'client_secret_post', 'none'];
-const GRANT_TYPES: readonly string[] = ['authorization_code', 'refresh_token'];
+const AUTH_METHODS: readonly string[] = ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'];
 const WEB_URIS = ['client_uri', 'logo_uri', 'policy_uri', 'tos_uri'] as const;
 /** Schemes a private-use redirect must never be: they run or read something in the browser itself. */
 const FORBIDDEN_SCHEMES = new Set(['javascript:', 'vbscript:', 'data:', 'blob:', 'file:', 'about:', 'http:', 'https:']);
@@ -46,7 +85,7 @@ const invalid = (description: string) => new ClientMetadataError('invalid_client
 function stringList(body: Record<string, unknown>, name: string, fallback: string[]): string[] {
   const value = body[name];
   if (value === undefined) return fallback;
-  if (!Array.isArray(value) || value.length === 0 || value.some((item) => typeof item !== 'string')) throw invalid(`${name} must be a non-empty array of strings`);
+  if (!Array.isArray(value) || value.some((item) => typeof item !== 'string')) throw invalid(`${name} must be an array of strings`);
   return [...new Set(value as string[])];
 }
 
@@ -75,9 +114,38 @@ function redirectUriOf(uri: string, applicationType: 'web' | 'native'): string |
   return /\s/.test(uri) ? 'redirect_uris must not contain white space' : undefined;
 }
 
-/** The metadata as registered, or a {@link ClientMetadataError} saying what cannot be used. */
-export function registeredMetadata(body: Record<string, unknown>): RegisteredMetadata {
-  const applicationType = oneOf<'web' | 'native'>(body, 'application_type', ['web', 'native'], 'web');
+/** Why `method` cannot be registered, or undefined. */
+function authMethodProblem(method: unknown): string | undefined {
+  if (method === undefined || AUTH_METHODS.includes(method as string)) return undefined;
+  if (method === 'client_secret_jwt') {
+    return 'token_endpoint_auth_method client_secret_jwt is not offered: client secrets are kept as digests, so no signing key can derive from one (use private_key_jwt or client_secret_basic)';
+  }
+  return `token_endpoint_auth_method must be ${AUTH_METHODS.join(', ').replace(/, ([^,]*)$/, ' or $1')}`;
+}
+
+/**
+ * The grant types kept of those listed (RFC 7591 §2.1; unknown ones are dropped), or a refusal
+ * saying why nothing usable remains.
+ */
+function grantTypesOf(body: Record<string, unknown>, method: TokenEndpointAuthMethod, rules: MetadataRules): GrantType[] {
+  const listed = stringList(body, 'grant_types', ['authorization_code']);
+  const responseTypes = stringList(body, 'response_types', ['code']);
+  // The code flow needs its grant and its response type (RFC 7591 §2.1), and a refresh token comes only from it.
+  const codeFlow = listed.includes('authorization_code') && responseTypes.includes('code');
+  const machineAsked = listed.includes('client_credentials');
+  // RFC 6749 §4.4: only a client that can authenticate may get a token for itself.
+  const machine = machineAsked && method !== 'none' && rules.clientCredentials;
+  const kept: GrantType[] = codeFlow ? ['authorization_code', ...(listed.includes('refresh_token') ? ['refresh_token' as const] : [])] : [];
+  if (machine) kept.push('client_credentials');
+  if (kept.length > 0) return kept;
+  if (machineAsked && method === 'none') throw invalid('a public client (token_endpoint_auth_method none) cannot use client_credentials: nothing would prove who asks; and grant_types has no authorization_code with response_types code');
+  if (machineAsked) throw invalid('client_credentials is not open to self-registration here (an operator creates machine clients), and grant_types has no authorization_code with response_types code');
+  throw invalid('nothing this service offers remains: grant_types must include authorization_code (with response_types code) or client_credentials');
+}
+
+/** The redirect URIs of a client with the code flow (a client without it is redirected nowhere: none are kept). */
+function redirectUrisOf(body: Record<string, unknown>, applicationType: 'web' | 'native', codeFlow: boolean): string[] {
+  if (!codeFlow) return [];
   if (!Array.isArray(body.redirect_uris) || body.redirect_uris.length === 0 || body.redirect_uris.some((uri) => typeof uri !== 'string')) {
     throw new ClientMetadataError('invalid_redirect_uri', 'redirect_uris must be a non-empty array of URIs');
   }
@@ -86,20 +154,37 @@ export function registeredMetadata(body: Record<string, unknown>): RegisteredMet
     const problem = redirectUriOf(uri, applicationType);
     if (problem) throw new ClientMetadataError('invalid_redirect_uri', `${uri}: ${problem.replace(/^redirect_uri /, 'a redirect URI ')}`);
   }
-  const grantTypes = stringList(body, 'grant_types', ['authorization_code']);
-  const unknownGrant = grantTypes.find((grant) => !GRANT_TYPES.includes(grant));
-  if (unknownGrant !== undefined) throw invalid(`grant_types may hold authorization_code and refresh_token, not ${unknownGrant}`);
-  // RFC 7591 §2.1: response type "code" goes with the authorization_code grant.
-  if (!grantTypes.includes('authorization_code')) throw invalid('grant_types must include authorization_code (the only flow this service serves)');
-  const responseTypes = stringList(body, 'response_types', ['code']);
-  if (responseTypes.length !== 1 || responseTypes[0] !== 'code') throw invalid('response_types must be ["code"]');
+  return redirectUris;
+}
+
+/** A private_key_jwt client's keys (RFC 7523 §2.2): `jwks` or `jwks_uri`, and the algorithm it signs with if it names one. */
+function keysOf(body: Record<string, unknown>, rules: MetadataRules): Pick<RegisteredMetadata, 'jwks' | 'jwks_uri' | 'token_endpoint_auth_signing_alg'> {
+  const { jwks, jwks_uri: uri, token_endpoint_auth_signing_alg: alg } = body;
+  if ((jwks === undefined) === (uri === undefined)) throw invalid('a private_key_jwt client registers its public keys in exactly one of jwks and jwks_uri');
+  const problem = uri === undefined ? jwksProblem(jwks) : jwksUriProblem(uri) ?? rules.jwksUriDestination?.(uri as string);
+  if (problem) throw invalid(problem.startsWith('jwks') ? problem : `jwks_uri: ${problem}`);
+  if (alg !== undefined && !CLIENT_AUTH_ALGORITHMS.includes(alg as string)) {
+    throw invalid(`token_endpoint_auth_signing_alg must be ${CLIENT_AUTH_ALGORITHMS.join(', ').replace(/, ([^,]*)$/, ' or $1')} (asymmetric only)`);
+  }
+  return { ...(uri === undefined ? { jwks: jwks as PublicJwks } : { jwks_uri: uri as string }), ...(alg === undefined ? {} : { token_endpoint_auth_signing_alg: alg as string }) };
+}
+
+/** The metadata as registered, or a {@link ClientMetadataError} saying what cannot be used. */
+export function registeredMetadata(body: Record<string, unknown>, rules: MetadataRules): RegisteredMetadata {
+  const applicationType = oneOf<'web' | 'native'>(body, 'application_type', ['web', 'native'], 'web');
+  const methodRefused = authMethodProblem(body.token_endpoint_auth_method);
+  if (methodRefused) throw invalid(methodRefused);
+  const method = oneOf<TokenEndpointAuthMethod>(body, 'token_endpoint_auth_method', AUTH_METHODS, 'client_secret_basic');
+  const grantTypes = grantTypesOf(body, method, rules);
+  const codeFlow = grantTypes.includes('authorization_code');
 
   const metadata: RegisteredMetadata = {
-    redirect_uris: redirectUris,
-    token_endpoint_auth_method: oneOf<TokenEndpointAuthMethod>(body, 'token_endpoint_auth_method', AUTH_METHODS, 'client_secret_basic'),
-    grant_types: grantTypes as RegisteredMetadata['grant_types'],
-    response_types: ['code'],
+    redirect_uris: redirectUrisOf(body, applicationType, codeFlow),
+    token_endpoint_auth_method: method,
+    grant_types: grantTypes,
+    response_types: codeFlow ? ['code'] : [],
     application_type: applicationType,
+    ...(method === 'private_key_jwt' ? keysOf(body, rules) : {}),
   };
   if (body.client_name !== undefined) {
     try {

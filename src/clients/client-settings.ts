@@ -1,6 +1,7 @@
 /**
  * What changes about a client after registration: name, redirect URI (validated as at
- * registration) and secret, from its settings page or from an operator's CLI. Each change, its
+ * registration) and secret, from its settings page or from an operator's CLI; and, from the CLI
+ * only, the keys it signs its assertions with (private_key_jwt). Each change, its
  * webhook event (`client.updated`, `client.secret_rotated`) and its audit row (the same names,
  * and `client.previous_secret_ended`) are written in one transaction: there is no change without
  * its event and row, nor the reverse.
@@ -12,10 +13,12 @@
  *
  * @example const { clientSecret } = await settings.rotateSecret(clientId, requestContext(ctx, clientActor(clientId)), { graceMs: 3_600_000 });
  */
+import { isDeepStrictEqual } from 'node:util';
 import type { AuditContext } from '../audit/audit-log.js';
 import type { ChangeTransaction } from '../webhooks/audited-changes.js';
 import type { Client, Prisma } from '../generated/prisma/client.js';
 import type { Writer } from '../webhooks/outbox.js';
+import { ClientMetadataError, describedBy, registeredMetadata } from './client-metadata.js';
 import { ClientInputError, validName, validRedirectUri } from './client-store.js';
 import { DEFAULT_GRACE_MS, formatGrace, graceEnd, inGrace } from '../config/durations.js';
 import { generateClientSecret, hashClientSecret } from './credentials.js';
@@ -32,11 +35,28 @@ export interface ClientSettings {
   rotateSecret(clientId: string, context: AuditContext, options?: { graceMs?: number }): Promise<{ client: Client; clientSecret: string }>;
   /** Ends the previous secret's grace now; `ended` false when no previous secret was still working. */
   endPreviousSecret(clientId: string, context: AuditContext): Promise<{ client: Client; ended: boolean }>;
+  /**
+   * Makes the client authenticate with assertions signed by its own keys (private_key_jwt,
+   * RFC 7523 §2.2): `keys` holds `jwks` or `jwks_uri` (and `token_endpoint_auth_signing_alg` if it
+   * signs with one algorithm only), replacing any it had. A client has one way to authenticate:
+   * its secrets, the previous one too, end here. An operator's change (clients:set-jwks).
+   */
+  setKeys(clientId: string, keys: Record<string, unknown>, context: AuditContext): Promise<{ client: Client; changed: string[] }>;
 }
 
-/** An RFC 7591 client's redirect URIs are its metadata's: the one URI set here replaces them all. */
+const KEY_FIELDS = ['jwks', 'jwks_uri', 'token_endpoint_auth_signing_alg'] as const;
+
+/** A client in the spec's shape, as the metadata it stands for (adapter.ts reads it so). */
+function specShape(client: Client): Record<string, unknown> {
+  return {
+    client_name: client.clientName, redirect_uris: [client.redirectUri], grant_types: ['authorization_code', 'refresh_token'],
+    response_types: ['code'], application_type: 'web', token_endpoint_auth_method: 'client_secret_post',
+  };
+}
+
+/** A client described by its metadata has its redirect URIs there: the one URI set here replaces them all. */
 function registeredRedirect(client: Client, redirectUri: string): { metadata?: Prisma.InputJsonObject } {
-  if (client.registration !== 'rfc7591') return {};
+  if (!describedBy(client)) return {};
   return { metadata: { ...(client.metadata as Prisma.JsonObject), redirect_uris: [redirectUri] } as Prisma.InputJsonObject };
 }
 
@@ -64,6 +84,8 @@ export function createClientSettings(changes: ChangeTransaction, options: { grac
       return changes(async (tx, raise, audit) => {
         const before = await tx.client.findUnique({ where: { clientId } });
         if (!before) throw new ClientInputError('the application is no longer registered');
+        // A machine client (client_credentials) is redirected nowhere: a redirect URI would do nothing.
+        if (redirectUri !== undefined && before.redirectUri === null) throw new ClientInputError('this client does not use the authorization code flow: it has no redirect URI to change');
         const changed = [
           ...(clientName !== undefined && clientName !== before.clientName ? ['client_name'] : []),
           ...(redirectUri !== undefined && redirectUri !== before.redirectUri ? ['redirect_uri'] : []),
@@ -83,8 +105,8 @@ export function createClientSettings(changes: ChangeTransaction, options: { grac
       const clientSecret = generateClientSecret();
       return changes(async (tx, raise, audit) => {
         const before = await lockedClient(tx, clientId);
-        // RFC 6749 §2.1: a public client (RFC 7591 `none`) has no secret; one would change nothing it does.
-        if (before.clientSecretHash === null) throw new ClientInputError('this is a public client (token_endpoint_auth_method none): it has no secret to rotate');
+        // RFC 6749 §2.1: a public client (`none`) has no secret, nor does one that signs with its keys (`private_key_jwt`): one would change nothing it does.
+        if (before.clientSecretHash === null) throw new ClientInputError('this client authenticates without a secret (token_endpoint_auth_method none or private_key_jwt): it has no secret to rotate');
         const until = graceEnd(clock(), graceMs);
         const client = await tx.client.update({
           where: { clientId },
@@ -94,6 +116,31 @@ export function createClientSettings(changes: ChangeTransaction, options: { grac
         await raise('client.secret_rotated', { client_id: clientId, client_name: client.clientName, previous_secret_expires_at });
         await audit('client.secret_rotated', { client: clientId, detail: { client_name: client.clientName, grace: formatGrace(graceMs), previous_secret_expires_at } }, context);
         return { client, clientSecret };
+      });
+    },
+    setKeys(clientId, keys, context) {
+      return changes(async (tx, raise, audit) => {
+        const before = await lockedClient(tx, clientId);
+        const was = describedBy(before) ?? specShape(before);
+        const body: Record<string, unknown> = { ...was, token_endpoint_auth_method: 'private_key_jwt' };
+        for (const field of KEY_FIELDS) body[field] = keys[field];
+        let metadata;
+        try {
+          metadata = registeredMetadata(body, { clientCredentials: true });
+        } catch (error) {
+          if (error instanceof ClientMetadataError) throw new ClientInputError(error.message);
+          throw error;
+        }
+        // jsonb keeps an object's members in an order of its own: compared as values.
+        const changed = ['token_endpoint_auth_method', ...KEY_FIELDS].filter((field) => !isDeepStrictEqual((was as Record<string, unknown>)[field], (metadata as unknown as Record<string, unknown>)[field]));
+        const client = await tx.client.update({
+          where: { clientId },
+          data: { metadata: metadata as unknown as Prisma.InputJsonObject, clientSecretHash: null, previousSecretHash: null, previousSecretExpiresAt: null },
+        });
+        const values = { client_id: clientId, client_name: client.clientName, redirect_uri: client.redirectUri, changed };
+        await raise('client.updated', values);
+        await audit('client.updated', { client: clientId, detail: { ...values, ...(metadata.jwks_uri ? { jwks_uri: metadata.jwks_uri } : {}) } }, context);
+        return { client, changed };
       });
     },
     endPreviousSecret(clientId, context) {

@@ -8,6 +8,7 @@
 import { ANONYMOUS } from '../audit/audit-log.js';
 import type { AuditContext, AuditLog } from '../audit/audit-log.js';
 import type { Client, Prisma, PrismaClient } from '../generated/prisma/client.js';
+import { usesSecret } from './client-metadata.js';
 import type { RegisteredMetadata } from './client-metadata.js';
 import { ClientInputError, validName } from './client-name.js';
 import { redirectUriProblem } from './redirect-uri.js';
@@ -19,7 +20,8 @@ export { ClientInputError, validName };
 
 /**
  * How a client came to exist: `spec` (it registered itself at /api/register.php in the spec's
- * shape), `rfc7591` (it registered itself, RFC 7591), `operator` (an operator created it: the CLI).
+ * shape), `rfc7591` (it registered itself, RFC 7591), `operator` (an operator created it: the CLI,
+ * in the spec's shape or with metadata of its own).
  * Only an operator's client was checked by anyone: consent says so of every other, and the idle
  * sweep never removes it (idle-clients.ts).
  */
@@ -32,11 +34,12 @@ export interface ClientStore {
    */
   register(input: { clientName: unknown; redirectUri: unknown }, context?: AuditContext, registration?: 'spec' | 'operator'): Promise<{ client: Client; clientSecret: string }>;
   /**
-   * Registers an RFC 7591 client with its metadata as registered (client-metadata.ts checked
-   * it): a secret for a confidential client, returned this once; none for a public one
-   * (token_endpoint_auth_method "none"). Without client_name, its client_id is its name (§2).
+   * Registers a client with its metadata as registered (client-metadata.ts checked it): by
+   * itself (RFC 7591, the default) or by an operator. A secret for a client that authenticates
+   * with one, returned this once; none for a public client (`none`) or one that signs assertions
+   * with its keys (`private_key_jwt`). Without client_name, its client_id is its name (§2).
    */
-  registerDynamic(metadata: RegisteredMetadata, context: AuditContext): Promise<{ client: Client; clientSecret: string | undefined }>;
+  registerDynamic(metadata: RegisteredMetadata, context: AuditContext, registration?: 'rfc7591' | 'operator'): Promise<{ client: Client; clientSecret: string | undefined }>;
   find(clientId: string): Promise<Client | null>;
 }
 
@@ -63,8 +66,8 @@ export function createClientStore(prisma: PrismaClient, audit: AuditLog): Client
       }));
       return { client, clientSecret };
     },
-    async registerDynamic(metadata, context) {
-      const clientSecret = metadata.token_endpoint_auth_method === 'none' ? undefined : generateClientSecret();
+    async registerDynamic(metadata, context, registration = 'rfc7591') {
+      const clientSecret = usesSecret(metadata.token_endpoint_auth_method) ? generateClientSecret() : undefined;
       const clientId = generateClientId();
       const client = await audit.within((write) => prisma.$transaction(async (tx) => {
         const created = await tx.client.create({
@@ -72,14 +75,15 @@ export function createClientStore(prisma: PrismaClient, audit: AuditLog): Client
             clientId,
             clientSecretHash: clientSecret === undefined ? null : hashClientSecret(clientSecret),
             clientName: metadata.client_name ?? clientId,
-            redirectUri: metadata.redirect_uris[0]!,
-            registration: 'rfc7591',
+            redirectUri: metadata.redirect_uris[0] ?? null,
+            registration,
             metadata: metadata as unknown as Prisma.InputJsonObject,
           },
         });
         const detail = {
-          client_name: created.clientName, redirect_uris: metadata.redirect_uris, registration: 'rfc7591',
-          token_endpoint_auth_method: metadata.token_endpoint_auth_method, application_type: metadata.application_type,
+          client_name: created.clientName, redirect_uris: metadata.redirect_uris, registration,
+          token_endpoint_auth_method: metadata.token_endpoint_auth_method, grant_types: metadata.grant_types, application_type: metadata.application_type,
+          ...(metadata.jwks_uri ? { jwks_uri: metadata.jwks_uri } : {}),
         };
         await write(tx, 'client.registered', { client: clientId, detail }, context);
         return created;

@@ -1,6 +1,7 @@
 /**
- * RFC 7591 dynamic client registration: the dialect of /api/register.php whose JSON body has
- * `redirect_uris` (the spec's own shape has `redirect_uri`). Open, as the spec's registration is,
+ * RFC 7591 dynamic client registration: the dialect of /api/register.php whose JSON body has any
+ * of RFC 7591's own members (the spec's shape has `client_name` and `redirect_uri` only; a machine
+ * client has no redirect URIs at all). Open, as the spec's registration is,
  * unless REGISTRATION_INITIAL_ACCESS_TOKEN is set: ui/register.ts then asks every door for it
  * (clients/registration-lock.ts). Answers 201 with the client's information and its metadata as registered (§3.2.1): a
  * `client_secret` for a confidential client only, shown this once and stored as a digest.
@@ -12,7 +13,7 @@ import { ANONYMOUS, requestContext } from '../audit/audit-log.js';
 import { ServiceError } from '../errors.js';
 import { noteClient } from '../http/access-log.js';
 import { ClientMetadataError, registeredMetadata } from './client-metadata.js';
-import type { RegisteredMetadata } from './client-metadata.js';
+import type { MetadataRules, RegisteredMetadata } from './client-metadata.js';
 import type { ClientStore } from './client-store.js';
 
 export interface DynamicRegistrationDependencies {
@@ -22,16 +23,22 @@ export interface DynamicRegistrationDependencies {
    * builds it), so nothing is stored that it would refuse later. Throws its InvalidClientMetadata.
    */
   check: (metadata: RegisteredMetadata) => Promise<void>;
+  /** What a self-registered client may ask for (REGISTRATION_CLIENT_CREDENTIALS; where a jwks_uri may lead). */
+  rules: MetadataRules;
 }
 
+/** Members that only RFC 7591's dialect has (§2): any of them makes a body RFC 7591's. */
+const RFC7591_MEMBERS = ['redirect_uris', 'grant_types', 'token_endpoint_auth_method', 'jwks', 'jwks_uri'];
+
 /** Whether a registration body is RFC 7591's. */
-export const isDynamicRegistration = (body: unknown) => typeof body === 'object' && body !== null && !Array.isArray(body) && 'redirect_uris' in body;
+export const isDynamicRegistration = (body: unknown) => typeof body === 'object' && body !== null && !Array.isArray(body)
+  && RFC7591_MEMBERS.some((member) => member in body);
 
 export function dynamicRegistration(deps: DynamicRegistrationDependencies): (ctx: Context) => Promise<void> {
   return async (ctx) => {
     let metadata: RegisteredMetadata;
     try {
-      metadata = registeredMetadata((ctx.request as unknown as { body: Record<string, unknown> }).body);
+      metadata = registeredMetadata((ctx.request as unknown as { body: Record<string, unknown> }).body, deps.rules);
       await deps.check(metadata);
     } catch (error) {
       if (error instanceof ClientMetadataError) throw new ServiceError(error.code, error.message);

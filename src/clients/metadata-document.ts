@@ -2,9 +2,13 @@
  * Client ID Metadata Documents (draft-ietf-oauth-client-id-metadata-document; MCP 2025-11-25):
  * a `client_id` that is an https URL names a document, served there, that describes the client.
  * The provider's own feature fetches (through outbound/guarded-fetch.ts), caches and checks it
- * (its `client_id` equals the URL exactly, no secret-based authentication, https web URIs);
- * what this service asks beyond that is here: only public clients, and a web client's redirect
- * URIs as any web client's (https, or http on a loopback host).
+ * (its `client_id` equals the URL exactly, no secret-based authentication, https web URIs), and
+ * keeps of its lists (grant types, response types) what it supports. What this service asks
+ * beyond that is here: a public client (`none`) or one that proves itself with the keys it
+ * publishes (`private_key_jwt` with `jwks_uri` or `jwks`); the authorization-code flow, never
+ * `client_credentials` (a document vouches for nobody, and no user consents to a machine's token:
+ * the grant is dropped from what it lists); and a web client's redirect URIs as any web client's
+ * (https, or http on a loopback host).
  *
  * @see https://datatracker.ietf.org/doc/draft-ietf-oauth-client-id-metadata-document/
  */
@@ -26,14 +30,22 @@ interface DocumentClient {
   clientAuthMethod?: string | undefined;
   applicationType?: string | undefined;
   redirectUris?: readonly string[] | undefined;
+  grantTypes?: string[] | undefined;
+  jwksUri?: string | undefined;
 }
+
+/** Authentication a document's client may declare: none (public), or assertions signed with the keys it publishes. */
+const DOCUMENT_AUTH_METHODS = new Set(['none', 'private_key_jwt']);
 
 /**
  * The feature's `allowClient` check, run each time such a client is used (from the cache too):
  * refusals say what is wrong with the document, as invalid_client_metadata.
  */
 export function documentClientProblem(client: DocumentClient): string | undefined {
-  if (client.clientAuthMethod !== 'none') return 'a client metadata document must declare token_endpoint_auth_method "none": only public clients may identify themselves by URL';
+  if (!DOCUMENT_AUTH_METHODS.has(client.clientAuthMethod ?? '')) {
+    return 'a client metadata document must declare token_endpoint_auth_method "none" or "private_key_jwt": a secret cannot be published';
+  }
+  if (!client.grantTypes?.includes('authorization_code')) return 'a client metadata document\'s client must use the authorization code flow (grant_types with authorization_code)';
   if (client.applicationType === 'native') return undefined; // the provider checks native redirect URIs (RFC 8252)
   for (const uri of client.redirectUris ?? []) {
     const problem = redirectUriProblem(uri);
@@ -42,10 +54,20 @@ export function documentClientProblem(client: DocumentClient): string | undefine
   return undefined;
 }
 
-export function allowDocumentClient(_ctx: unknown, client: DocumentClient): Promise<boolean> {
-  const problem = documentClientProblem(client);
-  if (problem) return Promise.reject(new errors.InvalidClientMetadata(problem));
-  return Promise.resolve(true);
+/**
+ * The feature's `allowClient`: refuses what {@link documentClientProblem} names, narrows the
+ * client the provider built for this request (a fresh one each time) to its code flow, and, for a
+ * request that carries its assertion, makes sure of the keys at its `jwks_uri` (`keysFor`:
+ * oidc/client-keys.ts), so that the provider's fetch of them is answered from the key-set cache.
+ */
+export function allowDocumentClient(keysFor: (uri: string, ctx: unknown) => Promise<unknown>) {
+  return async (ctx: unknown, client: DocumentClient): Promise<boolean> => {
+    const problem = documentClientProblem(client);
+    if (problem) throw new errors.InvalidClientMetadata(problem);
+    client.grantTypes = client.grantTypes!.filter((grant) => grant !== 'client_credentials');
+    if (client.clientAuthMethod === 'private_key_jwt' && client.jwksUri) await keysFor(client.jwksUri, ctx);
+    return true;
+  };
 }
 
 const FETCHED = Symbol('metadata documents fetched by this request');

@@ -4,7 +4,7 @@
  * | model                                              | kept in                                   |
  * |----------------------------------------------------|-------------------------------------------|
  * | Client                                             | our `clients` table, read only            |
- * | Session, Interaction, ReplayDetection, PushedAuthorizationRequest | Redis, or process memory (embedded) |
+ * | Session, Interaction, ReplayDetection, PushedAuthorizationRequest | Redis (shared by every instance), or process memory (embedded) |
  * | every other (Grant, AuthorizationCode, AccessToken, RefreshToken, …) | PostgreSQL `oidc_models` |
  *
  * On PostgreSQL a request reads through store/hot-reads.ts (a token comes with its grant, user and
@@ -15,7 +15,9 @@
  * Without a request (jobs, the contract suite) each call is sent at once.
  *
  * Clients are our `clients` rows as the provider's client metadata, read only (clients register
- * at /api/register.php; the provider's own registration compares plaintext secrets).
+ * at /api/register.php; the provider's own registration compares plaintext secrets); a
+ * private_key_jwt client's `jwks_uri` is replaced by the keys found there when a request needs
+ * them (client-keys.ts).
  * `client_secret` carries the stored SHA-256 digest (clients/credentials.ts says why); after a
  * rotation, the previous secret's digest and the end of its grace come along as two metadata
  * properties of our own, registered as the provider's `extraClientMetadata`, so they are part of
@@ -32,7 +34,7 @@ import { errors } from 'oidc-provider';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import { isWellFormedClientId } from '../clients/credentials.js';
 import type { SecretDigests } from '../clients/credentials.js';
-import type { RegisteredMetadata } from '../clients/client-metadata.js';
+import { describedBy } from '../clients/client-metadata.js';
 import type { Client, PrismaClient } from '../generated/prisma/client.js';
 import type { HotReads } from '../store/hot-reads.js';
 import { storable } from '../store/hot-reads.js';
@@ -40,6 +42,9 @@ import { currentState, modelKey, Writes } from '../store/request-state.js';
 import type { ModelRow } from '../store/request-state.js';
 import type { StoreGuard } from '../store/store-failure.js';
 import type { WriteSender } from '../store/write-sender.js';
+import { CLOCK_SKEW_SECONDS, MAX_ASSERTION_LIFETIME_SECONDS } from './client-assertions.js';
+import { withClientKeys } from './client-keys.js';
+import type { ClientKeys } from './client-keys.js';
 import { registeredClientMetadata } from './registered-client.js';
 
 export type { Adapter, AdapterPayload };
@@ -49,6 +54,21 @@ export type AdapterFor = (model: string) => Adapter;
 
 /** Models that live and die with a browser session: kept in Redis, not in PostgreSQL. */
 export const SHORT_LIVED_MODELS: ReadonlySet<string> = new Set(['Session', 'Interaction', 'ReplayDetection', 'PushedAuthorizationRequest']);
+
+/**
+ * The model whose `find` claims an id it misses, atomically. The provider's
+ * ReplayDetection.unique (a client assertion's `jti`, RFC 7523 §3 item 7) finds, then saves on a
+ * miss: two requests with one `jti`, on two instances or in one, could both miss before either
+ * saved. Here the first find of an id claims it (for {@link REPLAY_CLAIM_SECONDS} at most, until
+ * the save that follows sets its real expiry), and every later find sees it.
+ */
+export const CLAIMED_ON_FIND = 'ReplayDetection';
+
+/** How long a claim lasts without its save: longer than any assertion may live. */
+export const REPLAY_CLAIM_SECONDS = MAX_ASSERTION_LIFETIME_SECONDS + 2 * CLOCK_SKEW_SECONDS;
+
+/** What a claimed id holds until its save. */
+export const CLAIMED: AdapterPayload = { claimed: true } as AdapterPayload;
 
 /** The provider's error for a code or token consumed twice. @see RFC 6749 §4.1.2 (a code is used once) */
 export function alreadyConsumed(model: string): Error {
@@ -143,14 +163,15 @@ export function metadataDigests(client: { clientSecret: string; previous_client_
 
 /** A row of our `clients` table as the provider's client metadata. */
 export function clientMetadata(client: Client): AdapterPayload {
-  if (client.registration === 'rfc7591') { // RFC 7591: its metadata as registered (registered-client.ts)
-    return { ...registeredClientMetadata(client.metadata as unknown as RegisteredMetadata), client_id: client.clientId, ...secretMetadata(client), client_name: client.clientName };
+  const registered = describedBy(client);
+  if (registered) { // its metadata as registered (registered-client.ts)
+    return { ...registeredClientMetadata(registered), client_id: client.clientId, ...secretMetadata(client), client_name: client.clientName };
   }
   return {
     client_id: client.clientId,
     ...secretMetadata(client), // client_secret, and the previous secret in its grace
     client_name: client.clientName,
-    redirect_uris: [client.redirectUri],
+    redirect_uris: [client.redirectUri!], // the spec's shape always has one (clients_redirect_check)
     grant_types: ['authorization_code', 'refresh_token'],
     response_types: ['code'],
     token_endpoint_auth_method: 'client_secret_post',
@@ -202,8 +223,10 @@ export function createAdapterFactory(stores: {
   findClient: (clientId: string) => Promise<Client | null>;
   /** The guards of the durable store (clients too) and of the short-lived one. */
   guards: { durable: StoreGuard; shortLived: StoreGuard };
+  /** The keys at a client's jwks_uri for the request's assertion (fetched outside the store's guard). */
+  clientKeys: ClientKeys;
 }): AdapterFor {
-  const client = guarded(stores.guards.durable, clientAdapter(stores.findClient));
+  const client = withClientKeys(guarded(stores.guards.durable, clientAdapter(stores.findClient)), stores.clientKeys);
   return (model) => {
     if (model === 'Client') return client;
     if (model === 'Session') return sessions(guarded(stores.guards.shortLived, stores.shortLived(model)));

@@ -5,7 +5,9 @@
  * signature, `iss`, `typ`, unexpired), issued to the client asking (a client sees only its own
  * tokens, as for every token: provider.ts), and the grant it names still stands (revoking any
  * token of the grant ends it, so introspection sees a revocation at once; a resource server that
- * verifies offline sees it only when the JWT expires). It then reports `aud`, the resource.
+ * verifies offline sees it only when the JWT expires). It then reports `aud`, the resource. A
+ * machine's token (client_credentials) is under no grant: its `sub` is the client itself
+ * (RFC 9068 §2.2), and it stands until it expires.
  *
  * @example const claims = await introspectJwt(token, clientId); // undefined: not one of ours
  */
@@ -35,8 +37,10 @@ export function jwtIntrospection(deps: JwtIntrospectionDependencies): (token: st
     } catch {
       return { active: false }; // not ours, tampered with, or expired
     }
+    if (payload.client_id !== clientId) return { active: false };
+    const machine = payload.grant_id === undefined && payload.sub === clientId;
     const grant = typeof payload.grant_id === 'string' ? await deps.findGrant(payload.grant_id) : undefined;
-    if (payload.client_id !== clientId || !grant || grant.clientId !== payload.client_id || grant.accountId !== payload.sub) return { active: false };
+    if (!machine && (!grant || grant.clientId !== payload.client_id || grant.accountId !== payload.sub)) return { active: false };
     const { iss, sub, aud, scope, exp, iat, jti } = payload;
     return { active: true, client_id: clientId, sub, aud, scope, exp, iat, iss, jti, token_type: 'Bearer' };
   };

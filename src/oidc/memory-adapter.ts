@@ -3,7 +3,7 @@
  * expire lazily on read and in a periodic sweep; nothing survives a restart.
  */
 import type { Adapter, AdapterFor, AdapterPayload } from './adapter.js';
-import { alreadyConsumed, withConsumed } from './adapter.js';
+import { alreadyConsumed, CLAIMED, CLAIMED_ON_FIND, REPLAY_CLAIM_SECONDS, withConsumed } from './adapter.js';
 
 interface Entry {
   model: string;
@@ -47,7 +47,10 @@ export function memoryAdapters(sweepEveryMs = 60_000): MemoryAdapters {
         });
       },
       async find(id) {
-        return read(entries.get(key(id)));
+        const found = read(entries.get(key(id)));
+        // adapter.ts CLAIMED_ON_FIND: a miss claims the id, with no await between the look and the claim.
+        if (!found && model === CLAIMED_ON_FIND) entries.set(key(id), { model, payload: CLAIMED, expiresAt: Date.now() + REPLAY_CLAIM_SECONDS * 1000, consumedAt: undefined });
+        return found;
       },
       async findByUid(uid) {
         return findBy('uid', uid);

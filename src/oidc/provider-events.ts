@@ -8,6 +8,7 @@
  * |------------------------------------------------|--------------------------------|--------------------------------|--------------------------|
  * | `authorization.success` (each approval)        | —                              | `authorization.granted`        | —                        |
  * | `grant.success`, authorization_code            | `token.issued`                 | `token.issued`                 | grant_type=authorization_code |
+ * | `grant.success`, client_credentials            | `token.issued` (no user, no grant; its resource) | `token.issued` (the same) | grant_type=client_credentials |
  * | `grant.success`, refresh_token                 | `token.refreshed`              | `token.refreshed`              | grant_type=refresh_token |
  * | `grant.revoked` at the token endpoint          | `token.reuse_detected`         | `token.revoked` (code_replay, refresh_token_reuse) | — |
  * | `grant.revoked` elsewhere, not at revocation   | `token.revoked` (grant_revoked) | `token.revoked` (grant_revoked) | —                       |
@@ -77,12 +78,24 @@ export const PROVIDER_EVENTS: Readonly<Record<string, Rule>> = {
   },
   'grant.success': (ctx) => {
     const grantType = ctx.oidc.params?.grant_type;
+    if (grantType === 'client_credentials') {
+      // A machine's token for itself (RFC 6749 §4.4): no user, no grant; the resource it is for.
+      const { scope } = entity(ctx, 'ClientCredentials') ?? {};
+      const detail = { grant_type: grantType, scope, resource: ctx.oidc.params?.resource as string | undefined };
+      return {
+        audit: { event: 'token.issued', fields: { client: ctx.oidc.client?.clientId, detail } },
+        webhook: { type: 'token.issued', data: { ...client(ctx), ...detail } },
+        issued: grantType,
+      };
+    }
     if (grantType !== 'authorization_code' && grantType !== 'refresh_token') return undefined;
     const event = grantType === 'authorization_code' ? 'token.issued' : 'token.refreshed';
     const token = entity(ctx, 'AccessToken');
+    // token.issued says which grant issued it (a code, or a machine's client_credentials above).
+    const kind = event === 'token.issued' ? { grant_type: grantType } : {};
     return {
-      audit: { event, fields: { user: token?.accountId, client: ctx.oidc.client?.clientId, detail: { grant_id: token?.grantId, scope: token?.scope } } },
-      webhook: { type: event, data: { ...client(ctx), account_id: token?.accountId, grant_id: token?.grantId, scope: token?.scope } },
+      audit: { event, fields: { user: token?.accountId, client: ctx.oidc.client?.clientId, detail: { ...kind, grant_id: token?.grantId, scope: token?.scope } } },
+      webhook: { type: event, data: { ...client(ctx), account_id: token?.accountId, ...kind, grant_id: token?.grantId, scope: token?.scope } },
       issued: grantType,
     };
   },

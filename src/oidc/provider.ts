@@ -1,9 +1,10 @@
 /**
  * oidc-provider configured for the spec and for the clients that bring themselves: the
- * authorization-code flow with rotating refresh tokens; confidential clients
- * (client_secret_post, client_secret_basic) and public ones (`none`, PKCE S256 required);
- * opaque access tokens, or an RFC 9068 JWT for a declared resource (RFC 8707); Client ID Metadata
- * Documents; revocation and introspection limited to a client's own tokens. Everything here is
+ * authorization-code flow with rotating refresh tokens, and client_credentials for confidential
+ * clients that registered it; confidential clients (client_secret_post, client_secret_basic,
+ * private_key_jwt) and public ones (`none`, PKCE S256 required); opaque access tokens, or an
+ * RFC 9068 JWT for a declared resource (RFC 8707); Client ID Metadata Documents; revocation and
+ * introspection limited to a client's own tokens. Everything here is
  * the provider's own configuration; the few request shapes it cannot express are in
  * token-endpoint.ts and spec-glue.ts. Also here: which provider serves a request while signing
  * keys rotate ({@link servedByMoment}).
@@ -18,11 +19,14 @@ import { CLAIMS } from '../accounts/provider-account.js';
 import { DECOY } from '../clients/credentials.js';
 import type { SecretCheck } from '../clients/credentials.js';
 import { allowDocumentClient, oneFetchPerRequest } from '../clients/metadata-document.js';
+import { CLIENT_AUTH_ALGORITHMS } from '../clients/registered-keys.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../ops/logger.js';
 import type { Keys } from '../store/keys.js';
 import { metadataDigests, PREVIOUS_SECRET_METADATA } from './adapter.js';
 import type { AdapterFor } from './adapter.js';
+import { assertionClaimsCheck, CLOCK_SKEW_SECONDS } from './client-assertions.js';
+import type { ClientKeys } from './client-keys.js';
 import { JWT_ACCESS_TOKEN_FORMATS, resourceIndicators } from './resource-indicators.js';
 import type { FindResource } from './resource-indicators.js';
 import { interactionPath, REGISTRATION_PATH, ROUTES } from './routes.js';
@@ -40,14 +44,20 @@ export interface ProviderDependencies {
   checkClientSecret: SecretCheck;
   /** The declared resource server a `resource` (RFC 8707) names, if any. */
   findResource: FindResource;
-  /** Outgoing requests (Client ID Metadata Documents), through the outbound guard (outbound/guarded-fetch.ts). */
+  /** Outgoing requests (Client ID Metadata Documents; key sets answered from their cache: oidc/client-keys.ts), through the outbound guard (outbound/guarded-fetch.ts). */
   fetch: NonNullable<Configuration['fetch']>;
+  /** The keys at a metadata document client's jwks_uri, for the assertion of the request (oidc/client-keys.ts). */
+  clientKeys: ClientKeys;
 }
 
 /** Signing algorithms without HS*: client_secret holds a digest, so no key may derive from it. */
-const ASYMMETRIC = ['RS256', 'PS256', 'ES256', 'EdDSA'];
+const ASYMMETRIC = [...CLIENT_AUTH_ALGORITHMS];
 
-const CLIENT_AUTH_METHODS: ('client_secret_post' | 'client_secret_basic')[] = ['client_secret_post', 'client_secret_basic'];
+/**
+ * How a confidential client authenticates: its secret (RFC 6749 §2.3.1), or an assertion signed
+ * with its own keys (RFC 7523 §2.2). Never client_secret_jwt: no key may derive from a digest.
+ */
+const CLIENT_AUTH_METHODS: ('client_secret_post' | 'client_secret_basic' | 'private_key_jwt')[] = ['client_secret_post', 'client_secret_basic', 'private_key_jwt'];
 
 /** RFC 6749 §2.1: a public client (a native or browser app) has no secret; it names itself by client_id. */
 const PUBLIC = 'none';
@@ -127,6 +137,9 @@ export function createProvider(deps: ProviderDependencies): Provider {
     clientAuthMethods: [...CLIENT_AUTH_METHODS, PUBLIC],
     // The previous secret's digest and the end of its grace, read with the client (adapter.ts).
     extraClientMetadata: { properties: PREVIOUS_SECRET_METADATA },
+    // private_key_jwt assertions: the skew on exp, nbf and iat; aud, iat and the lifetime as client-assertions.ts decides.
+    clockTolerance: CLOCK_SKEW_SECONDS,
+    assertJwtClientAuthClaimsAndHeader: assertionClaimsCheck([config.baseUrl, `${config.baseUrl}${ROUTES.token}`]),
     scopes: ['openid', 'profile', 'email'],
     claims: CLAIMS,
     // A PKCE challenge is verified whenever the client sent one; confidential clients without
@@ -154,6 +167,9 @@ export function createProvider(deps: ProviderDependencies): Provider {
     // provider already deletes all the grant's tokens; this also deletes the grant and emits
     // grant.revoked for an access token, as it does for a refresh token). @see RFC 7009 §2.1
     revokeGrantPolicy: () => true,
+    // An authorization reuses the grant its sign-in session holds for the client, so a step-up
+    // (RFC 6750 §3.1 insufficient_scope, then the old scopes and the new) asks the user only for
+    // what is new, and the grant keeps what was approved (ui/interactions.ts adds to it).
     // An authorization that reuses a grant close to its end renews it (see grantTtl).
     loadExistingGrant: async (ctx) => {
       const grantId = ctx.oidc.result?.consent?.grantId || ctx.oidc.session!.grantIdFor(ctx.oidc.client!.clientId);
@@ -167,6 +183,8 @@ export function createProvider(deps: ProviderDependencies): Provider {
     ttl: {
       // A resource server's JWT lives its declared TTL; the userinfo token ACCESS_TOKEN_TTL.
       AccessToken: (_ctx, token) => token.resourceServer?.accessTokenTTL ?? config.accessTokenTtl,
+      // A machine's token is always for a resource (resource-indicators.ts): it lives that resource's TTL.
+      ClientCredentials: (_ctx, token) => token.resourceServer?.accessTokenTTL ?? config.accessTokenTtl,
       AuthorizationCode: config.authorizationCodeTtl,
       IdToken: config.idTokenTtl,
       Interaction: 3600,
@@ -214,6 +232,9 @@ export function createProvider(deps: ProviderDependencies): Provider {
           return true;
         },
       },
+      // RFC 6749 §4.4: a confidential client's token for itself, for the clients that registered
+      // the grant (clients/client-metadata.ts); it needs a resource (resource-indicators.ts).
+      clientCredentials: { enabled: true },
       rpInitiatedLogout: { enabled: false },
       pushedAuthorizationRequests: { enabled: false },
       requestObjects: { enabled: false },
@@ -224,23 +245,25 @@ export function createProvider(deps: ProviderDependencies): Provider {
       resourceIndicators: resourceIndicators(deps.findResource),
       // A client_id that is an https URL names its metadata document, fetched through deps.fetch,
       // cached as its Cache-Control (or Expires) says within CLIENT_METADATA_CACHE_*_SECONDS,
-      // checked by the provider and by allowDocumentClient (public clients only).
+      // checked by the provider and by allowDocumentClient (public or private_key_jwt, the code flow).
       clientIdMetadataDocument: {
         enabled: true,
         ack: 'draft-02',
         allowFetch: oneFetchPerRequest,
-        allowClient: allowDocumentClient,
+        allowClient: allowDocumentClient(deps.clientKeys) as never,
         cacheDuration: { min: documents.cacheMinSeconds, max: documents.cacheMaxSeconds },
       },
     },
     fetch: deps.fetch,
-    fetchResponseBodyLimits: { 'client_id metadata document': documents.maxBytes },
+    fetchResponseBodyLimits: { 'client_id metadata document': documents.maxBytes, jwks_uri: config.standardClients.keySets.maxBytes },
     formats: JWT_ACCESS_TOKEN_FORMATS,
     // Served at /.well-known/openid-configuration and (RFC 8414) /.well-known/oauth-authorization-server.
     discovery: {
       // RFC 7009 §2.1: a public client may revoke its own tokens with its client_id alone.
       revocation_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS, PUBLIC],
+      revocation_endpoint_auth_signing_alg_values_supported: ASYMMETRIC,
       introspection_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
+      introspection_endpoint_auth_signing_alg_values_supported: ASYMMETRIC,
       // RFC 7591 beside the spec's registration (ui/register.ts, clients/dynamic-registration.ts).
       registration_endpoint: `${config.baseUrl}${REGISTRATION_PATH}`,
     },

@@ -14,7 +14,7 @@
 import type { Redis } from 'ioredis';
 import { currentState, memoised } from '../store/request-state.js';
 import type { Adapter, AdapterFor, AdapterPayload } from './adapter.js';
-import { alreadyConsumed, withConsumed } from './adapter.js';
+import { alreadyConsumed, CLAIMED, CLAIMED_ON_FIND, REPLAY_CLAIM_SECONDS, withConsumed } from './adapter.js';
 
 /** Marks consumed only if the key exists and is not consumed yet: 1 = done, 0 = was consumed, -1 = absent. */
 const CONSUME = `
@@ -26,6 +26,13 @@ const FIND_VIA = `
 local id = redis.call('GET', KEYS[1])
 if not id then return false end
 return {id, redis.call('HGETALL', ARGV[1] .. id)}`;
+
+/** The instance's fields if it exists; else claims it (ARGV: its placeholder payload and lifetime) and answers nil. */
+const CLAIM = `
+if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('HGETALL', KEYS[1]) end
+redis.call('HSET', KEYS[1], 'payload', ARGV[1])
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+return false`;
 
 /** Deletes an index key only while it still names this instance. */
 const DELETE_IF_NAMES = `
@@ -43,6 +50,14 @@ export function redisAdapters(redis: Redis, prefix: string): AdapterFor {
       const { payload, consumed } = await memoised((state) => state.redis as Map<string, Record<string, string>>, key(id), () => redis.hgetall(key(id)));
       if (!payload) return undefined;
       return withConsumed(JSON.parse(payload) as AdapterPayload, consumed ? Number(consumed) : undefined);
+    }
+
+    /** {@link CLAIMED_ON_FIND}: one script, so that of two finds of one id exactly one misses. */
+    async function claim(id: string): Promise<AdapterPayload | undefined> {
+      const found = await redis.eval(CLAIM, 1, key(id), JSON.stringify(CLAIMED), String(REPLAY_CLAIM_SECONDS)) as string[] | null;
+      if (!found) return undefined;
+      const at = found.indexOf('payload');
+      return at >= 0 ? JSON.parse(found[at + 1]!) as AdapterPayload : CLAIMED;
     }
 
     async function findVia(indexKey: string) {
@@ -84,7 +99,7 @@ export function redisAdapters(redis: Redis, prefix: string): AdapterFor {
         }
         await multi.exec();
       },
-      find,
+      find: model === CLAIMED_ON_FIND ? claim : find,
       findByUid: (uid) => findVia(uidKey(uid)),
       findByUserCode: (userCode) => findVia(userCodeKey(userCode)),
       async consume(id) {

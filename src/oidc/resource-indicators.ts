@@ -3,7 +3,10 @@
  * declared resource server (src/resources/) gets an access token for it alone, an RFC 9068 JWT
  * (`typ: at+jwt`) signed with the service's keys, whose `aud` is the resource's URI as declared,
  * carrying only the scopes declared for it and living its own TTL; anything else is
- * `invalid_target`. Without `resource`, the token is today's opaque one for userinfo.
+ * `invalid_target`. Without `resource`, the token is today's opaque one for userinfo; but a
+ * client_credentials request must name a resource: a machine's token is for no user, so without
+ * an audience it could be used nowhere here (userinfo serves users), and a token for nothing is
+ * refused rather than issued (RFC 8707 §2: a missing resource may be `invalid_target`).
  *
  * The JWT also carries `grant_id`, the grant it was issued under (ids of grants are no secret:
  * webhook events name them too), so introspection can tell a token whose grant was revoked
@@ -28,6 +31,12 @@ type Features = NonNullable<Configuration['features']>;
 export function resourceIndicators(find: FindResource): NonNullable<Features['resourceIndicators']> {
   return {
     enabled: true,
+    defaultResource(ctx) {
+      if (ctx.oidc.route === 'token' && ctx.oidc.params?.grant_type === 'client_credentials') {
+        throw new errors.InvalidTarget('a client_credentials token is for a resource server: name one with resource (RFC 8707)');
+      }
+      return undefined;
+    },
     async getResourceServerInfo(_ctx, indicator) {
       const resource = await find(indicator);
       if (!resource) throw new errors.InvalidTarget(`${indicator} is not a resource server this service issues tokens for`);

@@ -154,7 +154,8 @@ export const userinfoGlue: Middleware = async (ctx, next) => {
  * login name (the provider gives only `sub`), and always carries `token_type`: `Bearer` for
  * an access token (the provider's), `refresh_token` for a refresh token (the provider omits
  * it), so a resource server checking for `Bearer` never accepts a refresh token. A token whose
- * user no longer exists is inactive.
+ * user no longer exists is inactive. A machine's token (client_credentials: its `sub` is the
+ * client, RFC 9068 §2.2) names no user, and has no `username`.
  */
 export const introspectGlue = (
   usernameOf: (accountId: string) => Promise<string | undefined>,
@@ -164,7 +165,7 @@ export const introspectGlue = (
   await next();
   await introspectOwnJwt(ctx, introspectJwt);
   const body = ctx.body as Record<string, unknown> | undefined;
-  if (ctx.status !== 200 || body?.active !== true) return;
+  if (ctx.status !== 200 || body?.active !== true || (body.sub !== undefined && body.sub === body.client_id)) return;
   const username = typeof body.sub === 'string' ? await usernameOf(body.sub) : undefined;
   if (username === undefined) {
     ctx.body = { active: false };

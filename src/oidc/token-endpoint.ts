@@ -4,11 +4,12 @@
  *
  * | step               | on the way in                                                  | on the way back                          |
  * |--------------------|----------------------------------------------------------------|------------------------------------------|
- * | `specErrors`       | —                                                              | a code's `invalid_grant` is the spec's `invalid_code` |
+ * | `specErrors`       | —                                                              | a code's `invalid_grant` is the spec's `invalid_code`; a grant the client may not use is `unauthorized_client` |
  * | `readForm`         | the form, at most 56 kB; `grant_type` defaults to authorization_code | —                                  |
- * | `spendBudgets`     | the address's and the client_id's budgets, one Redis round trip; 429 | —                                  |
+ * | `spendBudgets`     | the address's and the client's budgets (client_id, or an assertion's `sub`), one Redis round trip; 429 | — |
  * | `lookAhead`        | names the code or refresh token, read with the client in one statement | —                                |
- * | `requireFields`    | a missing code, refresh_token or client credential: `invalid_request` (a public client needs no secret) | — |
+ * | `requireFields`    | a missing code, refresh_token or client credential: `invalid_request` (a public client needs no secret; an assertion is a credential) | — |
+ * | `machineScope`     | client_credentials for a resource without `scope` asks for every scope declared for it | —            |
  * | `settleWrites`     | —                                                              | the request's one write statement; a consume that lost its race is the provider's answer to a used code |
  * | the provider       | oidc-provider's token endpoint: client authentication, the grant, the tokens (deferred writes) | — |
  *
@@ -21,6 +22,7 @@ import type { ParsedUrlQuery } from 'node:querystring';
 import coBody from 'co-body';
 import type { Context, Middleware } from 'koa';
 import compose from 'koa-compose';
+import { decodeJwt } from 'jose';
 import { errors } from 'oidc-provider';
 import { basicCredentials } from '../clients/credentials.js';
 import { canNameClient } from '../clients/metadata-document.js';
@@ -40,9 +42,14 @@ type Form = ParsedUrlQuery & { grant_type: string };
 /** The form `readForm` read, if the body was one. */
 const formOf = (ctx: Context) => (ctx.request as { body?: Form }).body;
 
+/** The provider's words for a grant type the client did not register (it answers `invalid_request`). */
+const GRANT_NOT_ALLOWED = 'requested grant type is not allowed for this client';
+
 /**
  * Spec "Errors": a code that is unknown, expired, used, foreign or fails PKCE is `invalid_code`,
  * which the provider calls `invalid_grant`; other grants (refresh tokens) keep `invalid_grant`.
+ * RFC 6749 §5.2: an authenticated client using a grant type it may not use is `unauthorized_client`
+ * (a public or metadata document's client asking for client_credentials, a machine client sending a code).
  */
 const specErrors: Middleware = async (ctx, next) => {
   await next();
@@ -50,7 +57,22 @@ const specErrors: Middleware = async (ctx, next) => {
   if (formOf(ctx)?.grant_type === 'authorization_code' && body?.error === 'invalid_grant') {
     ctx.body = { error: 'invalid_code', error_description: body.error_description ?? 'invalid authorization code' };
   }
+  if (body?.error === 'invalid_request' && body.error_description === GRANT_NOT_ALLOWED) {
+    ctx.body = { error: 'unauthorized_client', error_description: `the client may not use the ${String(formOf(ctx)?.grant_type)} grant: it did not register it, or cannot have it` };
+  }
 };
+
+/** The client a client assertion names (RFC 7521 §4.2: its `sub`), read unverified: the provider verifies it. */
+function assertedClient(form: Form): string | undefined {
+  const { client_assertion: assertion } = form;
+  if (typeof assertion !== 'string' || assertion === '') return undefined;
+  try {
+    const { sub } = decodeJwt(assertion);
+    return typeof sub === 'string' ? sub : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /** The form, parsed as the provider parses it (the provider then reads it from here). */
 const readForm: Middleware = async (ctx, next) => {
@@ -79,7 +101,7 @@ const readForm: Middleware = async (ctx, next) => {
 const spendBudgets = (admit: ClientAdmission): Middleware => async (ctx, next) => {
   const form = formOf(ctx);
   if (!form) return next();
-  const clientId = basicCredentials(ctx.get('authorization'))?.clientId ?? form.client_id;
+  const clientId = basicCredentials(ctx.get('authorization'))?.clientId ?? form.client_id ?? assertedClient(form);
   // An id we issued, or a metadata document's URL (its client is budgeted as any other).
   const budgeted = typeof clientId === 'string' && canNameClient(clientId) ? clientId : undefined;
   if (budgeted) noteClient(ctx, budgeted);
@@ -91,18 +113,22 @@ const spendBudgets = (admit: ClientAdmission): Middleware => async (ctx, next) =
  * `invalid_request` (400), not a failed client authentication; a refresh (RFC 6749 §6) needs
  * `refresh_token` the same way. RFC 6749 §2.1, §3.2.1: a public client (RFC 7591 `none`, or a
  * metadata document's) sends its client_id and no secret, its PKCE code_verifier binding the code
- * to it (RFC 7636); asked only of a form without a secret, after `lookAhead`, so the client is
- * read with the code or refresh token it names, which the provider reads next anyway.
+ * to it (RFC 7636); a private_key_jwt client sends `client_assertion` instead of a secret. The
+ * spec's form rule yields to other authentication: a request with HTTP Basic or a client
+ * assertion (which names its client: RFC 7521 §4.2, so `client_id` may be left out) needs
+ * neither field. Asked only of a form without a secret, after `lookAhead`, so the client is read
+ * with the code or refresh token it names, which the provider reads next anyway.
  */
-const requireFields = (isPublicClient: (clientId: string) => Promise<boolean>): Middleware => async (ctx, next) => {
+const requireFields = (credentialOf: TokenEndpointDependencies['credentialOf']): Middleware => async (ctx, next) => {
   const form = formOf(ctx);
   if (!form) return next();
   const { client_id: clientId, client_secret: secret } = form;
-  const publicClient = (secret === undefined || secret === '') && typeof clientId === 'string' && clientId !== '' && await isPublicClient(clientId);
+  const presented = ctx.get('authorization') !== '' || (typeof form.client_assertion === 'string' && form.client_assertion !== '');
+  const credential = !presented && (secret === undefined || secret === '') && typeof clientId === 'string' && clientId !== '' ? await credentialOf(clientId) : 'secret';
   const required = [
     ...(form.grant_type === 'authorization_code' ? ['code'] : []),
     ...(form.grant_type === 'refresh_token' ? ['refresh_token'] : []),
-    ...(ctx.get('authorization') !== '' ? [] : ['client_id', ...(publicClient ? [] : ['client_secret'])]),
+    ...(presented ? [] : ['client_id', ...({ none: [], secret: ['client_secret'], assertion: ['client_assertion'] }[credential])]),
   ];
   const missing = required.filter((name) => form[name] === undefined || form[name] === '');
   if (missing.length > 0) {
@@ -118,6 +144,20 @@ const lookAhead: Middleware = (ctx, next) => {
   if (form && state) {
     if (form.grant_type === 'authorization_code' && typeof form.code === 'string') state.lookAhead = { type: 'AuthorizationCode', id: form.code };
     if (form.grant_type === 'refresh_token' && typeof form.refresh_token === 'string') state.lookAhead = { type: 'RefreshToken', id: form.refresh_token };
+  }
+  return next();
+};
+
+/**
+ * RFC 8707, as at authorize (spec-glue.ts): a client_credentials request for a resource without
+ * `scope` asks for every scope declared for it. (Without a resource it is refused:
+ * resource-indicators.ts.)
+ */
+const machineScope = (resourceScope: TokenEndpointDependencies['resourceScope']): Middleware => async (ctx, next) => {
+  const form = formOf(ctx);
+  if (form?.grant_type === 'client_credentials' && typeof form.resource === 'string' && (form.scope === undefined || form.scope === '')) {
+    const declared = await resourceScope(form.resource);
+    if (declared) form.scope = declared;
   }
   return next();
 };
@@ -145,12 +185,17 @@ export interface TokenEndpointDependencies {
   guard: StoreGuard;
   /** The provider, mounted. */
   provider: Middleware;
-  /** Whether `clientId` names a public client (no secret: RFC 7591 `none`, or a metadata document's). */
-  isPublicClient: (clientId: string) => Promise<boolean>;
+  /**
+   * What `clientId` authenticates with: `none` (a public client: RFC 7591 `none`, or a metadata
+   * document's, whose document is not fetched here), `assertion` (private_key_jwt), else `secret`.
+   */
+  credentialOf: (clientId: string) => Promise<'none' | 'secret' | 'assertion'>;
+  /** The scopes declared for the resource server `indicator` names (space-separated), if it names one. */
+  resourceScope: (indicator: string) => Promise<string | undefined>;
   /** A record that could not be written after an error answer (the answer stands). */
   log: (error: unknown, ctx: Context) => void;
 }
 
-export function tokenEndpoint({ admit, guard, provider, isPublicClient, log }: TokenEndpointDependencies): Middleware {
-  return compose([specErrors, readForm, spendBudgets(admit), lookAhead, requireFields(isPublicClient), settleWrites(guard, log), provider]);
+export function tokenEndpoint({ admit, guard, provider, credentialOf, resourceScope, log }: TokenEndpointDependencies): Middleware {
+  return compose([specErrors, readForm, spendBudgets(admit), lookAhead, requireFields(credentialOf), machineScope(resourceScope), settleWrites(guard, log), provider]);
 }

@@ -22,7 +22,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Metrics, MetricsSources } from './metrics.js';
 
-const GRANT_TYPES = new Set(['authorization_code', 'refresh_token']);
+const GRANT_TYPES = new Set(['authorization_code', 'refresh_token', 'client_credentials']);
 
 export function prometheusMetrics({ db, redis }: MetricsSources): Metrics & { readonly registry: Registry } {
   const registry = new Registry();

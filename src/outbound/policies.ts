@@ -1,10 +1,12 @@
 /**
- * The outbound policies of the service's two uses of the network, each with its own bounded
- * lookup (host-lookup.ts), so that neither waits on the other: webhook deliveries (and the check
- * of a webhook URL at registration) under WEBHOOK_ALLOW_PRIVATE_NETWORKS, https in production;
- * Client ID Metadata Documents under CLIENT_METADATA_ALLOW_PRIVATE_NETWORKS, https always.
+ * The outbound policies of the service's uses of the network, each with its own bounded lookup
+ * (host-lookup.ts), so that none waits on another: webhook deliveries (and the check of a webhook
+ * URL at registration) under WEBHOOK_ALLOW_PRIVATE_NETWORKS, https in production; Client ID
+ * Metadata Documents, and clients' key sets (jwks_uri), under CLIENT_METADATA_ALLOW_PRIVATE_NETWORKS,
+ * https always. Key sets have lookups of their own: assertions arrive at the token endpoint's
+ * rate, and must not take the lookups that sign-ins by document need.
  *
- * @example const { webhooks, documents } = outboundPolicies(config, { onRefused: (r) => logger.warn(r, 'destination refused') });
+ * @example const { webhooks, documents, keySets } = outboundPolicies(config, { onRefused: (r) => logger.warn(r, 'destination refused') });
  */
 import type { Config } from '../config.js';
 import { createHostLookup, systemResolve } from './host-lookup.js';
@@ -14,6 +16,7 @@ import type { NetworkPolicy } from './ssrf-guard.js';
 export interface OutboundPolicies {
   readonly webhooks: NetworkPolicy;
   readonly documents: NetworkPolicy;
+  readonly keySets: NetworkPolicy;
 }
 
 export function outboundPolicies(
@@ -25,5 +28,6 @@ export function outboundPolicies(
   return {
     webhooks: { httpsOnly: config.production, allowPrivate: config.webhookAllowPrivateNetworks, lookup: lookup(), ...refusals },
     documents: { httpsOnly: true, allowPrivate: config.standardClients.metadataDocuments.allowPrivateNetworks, lookup: lookup(), ...refusals },
+    keySets: { httpsOnly: true, allowPrivate: config.standardClients.metadataDocuments.allowPrivateNetworks, lookup: lookup(), ...refusals },
   };
 }

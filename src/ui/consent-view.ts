@@ -56,19 +56,35 @@ function destination(redirectUri: unknown): string {
   return url.protocol === 'http:' || url.protocol === 'https:' ? url.host : `the app that opens ${url.protocol} links`;
 }
 
+/**
+ * What the page lists: what the grant lacks (a step-up asks only for what is new), or, when
+ * consent is asked again with nothing new (a native app is asked each time, RFC 8252 §8.6), what
+ * the request itself asks for.
+ */
+function askedFor(params: Record<string, unknown>, details: Record<string, unknown>): { resources: [string, string[]][]; profile: boolean } {
+  const missingOidc = details.missingOIDCScope;
+  const missingResources = details.missingResourceScopes as Record<string, string[]> | undefined;
+  if (missingResources || Array.isArray(missingOidc)) {
+    const resources = Object.entries(missingResources ?? {});
+    return { resources, profile: Array.isArray(missingOidc) ? missingOidc.includes('openid') : resources.length === 0 };
+  }
+  const scopes = typeof params.scope === 'string' ? params.scope.split(' ').filter(Boolean) : [];
+  const indicators = [params.resource].flat().filter((value): value is string => typeof value === 'string');
+  return { resources: indicators.map((indicator) => [indicator, scopes]), profile: indicators.length === 0 || scopes.includes('openid') };
+}
+
 export function consentView(deps: ConsentDependencies): (request: ConsentRequest) => Promise<ConsentView> {
   return async ({ clientId, params, details }) => {
-    const asked = Object.entries((details.missingResourceScopes ?? {}) as Record<string, string[]>);
+    const { resources: asked, profile } = askedFor(params, details);
     const resources = (await Promise.all(asked.map(async ([indicator, scopes]) => {
       const declared = await deps.findResource(indicator);
       // Only what the operator declared for it can be in its token: shown in their words.
       return declared && { name: declared.name, uri: declared.uri, scopes: declared.scopes.filter((scope) => scopes.includes(scope)) };
     }))).filter((resource) => resource !== undefined);
-    const missingOidc = details.missingOIDCScope;
     // An origin we cannot tell (the client vanished meanwhile) is told as self-registered: the note errs on the side of caution.
     const origin = (await deps.originOf(clientId)) ?? 'spec';
     return {
-      profile: Array.isArray(missingOidc) ? missingOidc.includes('openid') : resources.length === 0,
+      profile,
       resources,
       redirectHost: destination(params.redirect_uri),
       selfRegistered: origin === 'operator' ? undefined : { how: SELF_REGISTERED[origin](clientId) },

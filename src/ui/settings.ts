@@ -127,7 +127,9 @@ export function settingsRoutes(deps: SettingsDependencies): Router {
           endSettingsSession(ctx);
           return signInPage(ctx, { notice: 'Signed out.' });
         case 'update_client': {
-          const { changed } = await deps.settings.update(client.clientId, { clientName: field(ctx, 'client_name'), redirectUri: field(ctx, 'redirect_uri') }, context);
+          // A machine client's form has no redirect URI field: it has none to change.
+          const redirectUri = client.redirectUri === null ? {} : { redirectUri: field(ctx, 'redirect_uri') };
+          const { changed } = await deps.settings.update(client.clientId, { clientName: field(ctx, 'client_name'), ...redirectUri }, context);
           return back(changed.length ? 'saved' : 'unchanged');
         }
         case 'rotate_secret': {

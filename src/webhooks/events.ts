@@ -20,8 +20,8 @@ export const EVENT_CATALOGUE = {
     data: ['client_id', 'client_name'],
   },
   'token.issued': {
-    when: 'an authorization code is exchanged for tokens at the token endpoint',
-    data: ['client_id', 'client_name', 'username', 'grant_id', 'scope'],
+    when: 'an authorization code is exchanged for tokens at the token endpoint, or a machine client gets a token for itself (client_credentials: no user, no grant, the resource it is for)',
+    data: ['client_id', 'client_name', 'grant_type', 'username?', 'grant_id?', 'scope', 'resource?'],
   },
   'token.refreshed': {
     when: 'a refresh token is exchanged for new tokens',

@@ -182,10 +182,10 @@ describe('the token and revocation endpoints', () => {
 
     const rows = [...await written('token.issued', after), ...await written('token.refreshed', after)];
     expect(rows.map((row) => [row.event, row.actor, row.userId, row.clientId, row.detail])).toEqual([
-      ['token.issued', `client:${client.client_id}`, userId, client.client_id, { grant_id: expect.any(String), scope: 'openid' }],
+      ['token.issued', `client:${client.client_id}`, userId, client.client_id, { grant_type: 'authorization_code', grant_id: expect.any(String), scope: 'openid' }],
       ['token.refreshed', `client:${client.client_id}`, userId, client.client_id, { grant_id: expect.any(String), scope: 'openid' }],
     ]);
-    expect(rows[0]!.detail).toEqual(rows[1]!.detail); // one grant
+    expect((rows[0]!.detail as { grant_id: string }).grant_id).toBe((rows[1]!.detail as { grant_id: string }).grant_id); // one grant
     for (const row of rows) expectFromRequest(row, '/api/token.php');
   });
 

@@ -78,6 +78,18 @@ const driverTests = (driver: string) => () => {
     expect(Object.keys(result.statuses).every((status) => status === '200' || status === '400')).toBe(true);
   }, 30_000);
 
+  test('a raw pool: each value, several fields already encoded, sent as it is', async () => {
+    bodies = [];
+    const values = Array.from({ length: 20 }, (_, i) => `code=c${i}&client_assertion=a.b${i}.c`);
+    const result = await runDriver(driver, {
+      url, connections: 2, seconds: 5, request: { method: 'POST', path: '/token', headers: { 'content-type': 'application/x-www-form-urlencoded' } },
+      expect: [200], pool: { file: pool(values), body: '{value}', raw: true },
+    });
+    expect(result.exhausted).toBe(true);
+    const sent = bodies.filter((body) => body !== 'pool-exhausted' && !body.includes('unsent'));
+    expect(sent.sort()).toEqual([...values].sort());
+  }, 30_000);
+
   test('recycle: the token an answer carries is sent next, so every chain stays one sequence', async () => {
     bodies = [];
     const result = await runDriver(driver, {

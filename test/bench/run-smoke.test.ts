@@ -51,6 +51,6 @@ describe('npm run bench --quick', () => {
       expect(failure?.stderr).not.toMatch(/\n +at /); // no stack
     }
     const { stdout } = await run('--help');
-    expect(stdout).toMatch(/^Usage: npm run bench .*--rows discovery,userinfo,exchange,refresh,silent,login,429/);
+    expect(stdout).toMatch(/^Usage: npm run bench .*--rows discovery,userinfo,exchange,exchange-pkjwt,refresh,silent,login,429/);
   }, 60_000);
 });

@@ -42,7 +42,7 @@ async function exchange(clientId: string, secret?: string) {
 /** A client an operator created (clients:create). */
 async function operatorClient() {
   const { client, clientSecret } = await t.app.clients.register({ clientName: 'Operator App', redirectUri: 'http://localhost:9999/callback' }, undefined, 'operator');
-  return { client_id: client.clientId, client_secret: clientSecret, redirect_uri: client.redirectUri };
+  return { client_id: client.clientId, client_secret: clientSecret, redirect_uri: client.redirectUri! };
 }
 
 const lastUsed = async (clientId: string) => (await t.app.db.prisma.client.findUniqueOrThrow({ where: { clientId } })).lastUsedAt;

@@ -1,9 +1,10 @@
 /**
  * RFC 7591 registration at /api/register.php (the `registration_endpoint` of both discovery
  * documents): a JSON body with `redirect_uris` registers a confidential client (a secret, shown
- * once) or a public one (none); the answer is §3.2.1's; every refusal is §3.2.2's code in the
- * spec's error body, and leaves nothing registered. REGISTRATION_INITIAL_ACCESS_TOKEN, when set,
- * is required as a Bearer token.
+ * once) or a public one (none); the answer is §3.2.1's; a list naming what the service does not
+ * offer (grant types, response types) is narrowed to what it does, and the answer says what was
+ * registered; every refusal is §3.2.2's code in the spec's error body, and leaves nothing
+ * registered. REGISTRATION_INITIAL_ACCESS_TOKEN, when set, is required as a Bearer token.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { hashClientSecret } from '../../src/clients/credentials.js';
@@ -72,10 +73,14 @@ describe('POST /api/register.php with redirect_uris (RFC 7591)', () => {
     ['javascript: (native)', { application_type: 'native', redirect_uris: ['javascript:alert(1)'] }, 'invalid_redirect_uri', /private-use scheme/],
     ['a native http URI off loopback', { application_type: 'native', redirect_uris: ['http://app.example/cb'] }, 'invalid_redirect_uri', /loopback host/],
     ['an unknown application type', { application_type: 'desktop', redirect_uris: ['https://app.example/cb'] }, 'invalid_client_metadata', /application_type must be web or native/],
-    ['private_key_jwt', { redirect_uris: ['https://app.example/cb'], token_endpoint_auth_method: 'private_key_jwt' }, 'invalid_client_metadata', /client_secret_basic, client_secret_post or none/],
-    ['the password grant', { redirect_uris: ['https://app.example/cb'], grant_types: ['password'] }, 'invalid_client_metadata', /not password/],
+    ['an unknown authentication method', { redirect_uris: ['https://app.example/cb'], token_endpoint_auth_method: 'tls_client_auth' }, 'invalid_client_metadata', /client_secret_basic, client_secret_post, private_key_jwt or none/],
+    ['client_secret_jwt (a key would derive from a stored digest)', { redirect_uris: ['https://app.example/cb'], token_endpoint_auth_method: 'client_secret_jwt' }, 'invalid_client_metadata', /client_secret_jwt is not offered/],
+    ['private_key_jwt without keys', { redirect_uris: ['https://app.example/cb'], token_endpoint_auth_method: 'private_key_jwt' }, 'invalid_client_metadata', /exactly one of jwks and jwks_uri/],
+    ['only the password grant: nothing usable remains', { redirect_uris: ['https://app.example/cb'], grant_types: ['password'] }, 'invalid_client_metadata', /nothing this service offers remains/],
     ['refresh without the code grant', { redirect_uris: ['https://app.example/cb'], grant_types: ['refresh_token'] }, 'invalid_client_metadata', /must include authorization_code/],
-    ['the token response type', { redirect_uris: ['https://app.example/cb'], response_types: ['token'] }, 'invalid_client_metadata', /response_types must be \["code"\]/],
+    ['only the token response type: no code flow remains', { redirect_uris: ['https://app.example/cb'], response_types: ['token'] }, 'invalid_client_metadata', /nothing this service offers remains/],
+    ['client_credentials while self-registration of it is off', { grant_types: ['client_credentials'] }, 'invalid_client_metadata', /not open to self-registration/],
+    ['client_credentials for a public client', { grant_types: ['client_credentials'], token_endpoint_auth_method: 'none' }, 'invalid_client_metadata', /public client .* cannot use client_credentials/],
     ['an http logo', { redirect_uris: ['https://app.example/cb'], logo_uri: 'http://app.example/logo.png' }, 'invalid_client_metadata', /logo_uri must be an https URL/],
     ['a name with a direction override', { redirect_uris: ['https://app.example/cb'], client_name: 'evil\u202Eppa' }, 'invalid_client_metadata', /text-direction/],
     ['a scope with a double space', { redirect_uris: ['https://app.example/cb'], scope: 'a  b' }, 'invalid_client_metadata', /scope/],
@@ -86,6 +91,26 @@ describe('POST /api/register.php with redirect_uris (RFC 7591)', () => {
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
     expect(res.body).toEqual({ error: code, error_description: expect.stringMatching(description) });
     expect(await count()).toBe(before);
+  });
+
+  test('lists naming what the service does not offer are narrowed to what it does; the answer says what was registered', async () => {
+    const res = await register(t, {
+      redirect_uris: ['https://app.example/cb'], client_name: 'Greedy',
+      grant_types: ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:jwt-bearer', 'urn:ietf:params:oauth:grant-type:device_code', 'implicit', 'client_credentials'],
+      response_types: ['code', 'token', 'code id_token'],
+    });
+    expect(res.status).toBe(201);
+    // client_credentials too: self-registration of it is off here (REGISTRATION_CLIENT_CREDENTIALS).
+    expect(res.body).toMatchObject({ grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], token_endpoint_auth_method: 'client_secret_basic' });
+    const row = await t.app.db.prisma.client.findUniqueOrThrow({ where: { clientId: res.body.client_id as string } });
+    expect(row.metadata).toMatchObject({ grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'] });
+  });
+
+  test('a body is RFC 7591\'s by any of its own members: without redirect_uris it is not taken for the spec\'s shape', async () => {
+    for (const body of [{ grant_types: ['authorization_code'] }, { token_endpoint_auth_method: 'none' }, { jwks_uri: 'https://app.example/jwks.json' }, { jwks: { keys: [] } }]) {
+      const res = await register(t, { client_name: 'No redirect', ...body });
+      expect({ body, status: res.status, error: res.body.error }).toEqual({ body, status: 400, error: 'invalid_redirect_uri' });
+    }
   });
 
   test('the spec\'s own JSON shape is unchanged: redirect_uri (singular) registers as before', async () => {
@@ -100,7 +125,7 @@ describe('discovery', () => {
   test.each(['oauth-authorization-server', 'openid-configuration'])('/.well-known/%s names the registration endpoint and public clients', async (name) => {
     const metadata = await (await fetch(`${t.baseUrl}/.well-known/${name}`)).json() as Record<string, unknown>;
     expect(metadata.registration_endpoint).toBe(`${t.baseUrl}/api/register.php`);
-    expect(metadata.token_endpoint_auth_methods_supported).toEqual(['client_secret_post', 'client_secret_basic', 'none']);
+    expect(metadata.token_endpoint_auth_methods_supported).toEqual(['client_secret_post', 'client_secret_basic', 'private_key_jwt', 'none']);
     expect(metadata.code_challenge_methods_supported).toEqual(['S256']);
   });
 });

@@ -106,7 +106,7 @@ describe('MCP host (SDK) → example MCP server, registering with RFC 7591', () 
     expect(elsewhere.headers.get('www-authenticate')).toMatch(/^Bearer error="invalid_token", error_description="[^"]*aud[^"]*", resource_metadata=/);
     const readOnly = await call(await tokenFor(resource, 'tools:read'));
     expect(readOnly.status).toBe(403);
-    expect(readOnly.headers.get('www-authenticate')).toMatch(/error="insufficient_scope", scope="tools:call"/);
+    expect(readOnly.headers.get('www-authenticate')).toMatch(/error="insufficient_scope", scope="tools:read tools:call"/);
     expect((await call(await tokenFor(resource, 'tools:call tools:read'))).status).toBe(200);
 
     const metadata = await (await fetch(metadataUrl)).json();

@@ -18,6 +18,7 @@ import { REGISTER_PATH } from '../../src/ui/register.js';
 import { SETTINGS_PATH } from '../../src/ui/settings-session.js';
 import { WEBHOOKS_PATH } from '../../src/ui/webhooks-api.js';
 import { Browser } from '../helpers/browser.js';
+import { assertionForm, jwksOf, makeKey, signAssertion } from '../helpers/client-keys.js';
 import { basicAuth, createUser, obtainTokens, registerClient } from '../helpers/fixtures.js';
 import { pkcePair, pkceParams } from '../helpers/pkce.js';
 import { startPostgresServer } from '../helpers/postgres-server.js';
@@ -122,7 +123,7 @@ describe('openapi.json', () => {
 
 describe('the live API answers as openapi.json says', () => {
   let t: TestApp;
-  beforeAll(async () => { t = await startTestApp({ env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' } }); });
+  beforeAll(async () => { t = await startTestApp({ env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', REGISTRATION_CLIENT_CREDENTIALS: 'true' } }); });
   afterAll(async () => { await t?.close(); });
 
   test(`GET ${OPENAPI_PATH} serves the file as it is`, async () => {
@@ -221,6 +222,29 @@ describe('the live API answers as openapi.json says', () => {
     expect(denied.searchParams.get('error')).toBe('invalid_target');
     const code = (await new Browser(t.baseUrl).authorize(spec, user, { resource })).searchParams.get('code')!;
     expect(((await call(t, 'POST', '/api/token.php', { form: { code, client_id: spec.client_id, client_secret: spec.client_secret, resource: 'https://nobody.example/' } })).body as Json).error).toBe('invalid_target');
+  });
+
+  test('machine clients: RFC 7591 without redirect URIs, client_credentials with a secret and with an assertion, its refusals', async () => {
+    const machine = await call(t, 'POST', '/api/register.php', { json: { client_name: 'Machine', grant_types: ['client_credentials'] } });
+    expect(machine.status).toBe(201);
+    const secretClient = { ...(machine.body as { client_id: string; client_secret: string }), redirect_uri: '' };
+    const key = await makeKey('ES256');
+    const signer = await call(t, 'POST', '/api/register.php', { json: { grant_types: ['client_credentials', 'urn:ietf:params:oauth:grant-type:jwt-bearer'], token_endpoint_auth_method: 'private_key_jwt', jwks: jwksOf(key) } });
+    expect(signer.status).toBe(201);
+    const signerId = (signer.body as Json).client_id as string;
+    const resource = 'https://api.example/machines';
+    await t.app.db.prisma.resourceServer.create({ data: { uri: resource, name: 'Machines API', scopes: ['jobs:run'], accessTokenTtl: 60 } });
+    const cc = { grant_type: 'client_credentials', resource };
+    expect((await call(t, 'POST', '/api/token.php', { form: cc, headers: { authorization: basicAuth(secretClient) } })).status).toBe(200);
+    const signed = await call(t, 'POST', '/api/token.php', { form: { ...cc, ...assertionForm(await signAssertion(key, { client: signerId, audience: t.baseUrl })) } });
+    expect(signed.status).toBe(200);
+    expect(((await call(t, 'POST', '/api/introspect.php', { form: { token: (signed.body as Json).access_token as string, ...assertionForm(await signAssertion(key, { client: signerId, audience: t.baseUrl })) } })).body as Json).active).toBe(true);
+    const errorOf = async (res: Promise<Live>) => ((await res).body as Json).error;
+    expect(await errorOf(call(t, 'POST', '/api/token.php', { form: { grant_type: 'client_credentials' }, headers: { authorization: basicAuth(secretClient) } }))).toBe('invalid_target');
+    const spec = await registerClient(t);
+    expect(await errorOf(call(t, 'POST', '/api/token.php', { form: cc, headers: { authorization: basicAuth(spec) } }))).toBe('unauthorized_client');
+    expect(await errorOf(call(t, 'POST', '/api/token.php', { form: { ...cc, ...assertionForm(await signAssertion(key, { client: signerId, audience: 'https://elsewhere.example' })) } }))).toBe('invalid_client');
+    expect(await errorOf(call(t, 'POST', '/api/register.php', { json: { grant_types: ['client_credentials'], token_endpoint_auth_method: 'client_secret_jwt' } }))).toBe('invalid_client_metadata');
   });
 
   test('the settings and applications pages', async () => {

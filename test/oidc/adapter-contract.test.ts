@@ -230,6 +230,40 @@ describe.each<[string, Factory]>([
   ['memory', memory],
 ])('adapter contract: %s', (_name, factory) => adapterContract(factory));
 
+/**
+ * The short-lived stores' ReplayDetection (adapter.ts CLAIMED_ON_FIND): a find that misses claims
+ * the id, atomically, so of two finds of one id (two requests with one assertion's `jti`, on two
+ * instances or in one) exactly one misses; the provider's save then sets the entry's expiry.
+ */
+describe.each<[string, Factory]>([['Redis', redis], ['memory', memory]])('replay detection claims on find: %s', (_name, factory) => {
+  let subject: Subject;
+  let replays: Adapter;
+  beforeAll(async () => {
+    subject = await factory();
+    replays = subject.adapters('ReplayDetection');
+  });
+  afterAll(async () => { await subject?.close(); });
+
+  test('of 20 finds of one id at once, exactly one misses; a find after the save sees the saved payload', async () => {
+    const id = randomUUID();
+    const found = await Promise.all(Array.from({ length: 20 }, () => replays.find(id)));
+    expect(found.filter((entry) => entry === undefined)).toHaveLength(1);
+    const saved = { jti: id, iss: 'client-1', kind: 'ReplayDetection', iat: nowSeconds(), exp: nowSeconds() + 2 };
+    await replays.upsert(id, saved, 2);
+    expect(await replays.find(id)).toEqual(saved);
+    await sleep(2100);
+    expect(await replays.find(id)).toBeUndefined(); // expired with its save: missed, so claimed again
+    expect(await replays.find(id)).toBeDefined();
+  });
+
+  test('other models are only read by find', async () => {
+    const codes = subject.adapters('AuthorizationCode');
+    const id = randomUUID();
+    expect(await codes.find(id)).toBeUndefined();
+    expect(await codes.find(id)).toBeUndefined();
+  });
+});
+
 /** A Session adapter on Redis under a fresh key prefix, with its client; the keys are removed afterwards. */
 async function withSessions(work: (sessions: Adapter, client: Awaited<ReturnType<typeof connectRedis>>, prefix: string) => Promise<void>) {
   const client = await connectRedis(REDIS_URL);

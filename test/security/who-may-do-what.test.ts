@@ -1,21 +1,28 @@
 /**
- * Who may do what: the table in docs/security.md, walked cell by cell against the running service
- * (the built service in its own process, so that it trusts the metadata documents' private CA as
- * operators make it: NODE_EXTRA_CA_CERTS), on PostgreSQL + Redis and on the embedded database.
+ * Who may do what: the tables in docs/security.md, walked cell by cell against the running service
+ * (the built service in its own process, so that it trusts the metadata documents' and key sets'
+ * private CA as operators make it: NODE_EXTRA_CA_CERTS), on PostgreSQL + Redis and on the
+ * embedded database.
  *
  * Every surface that takes a credential (rows) is tried by every kind of principal (columns) with
- * every credential (current secret, previous in grace, previous ended, empty, wrong, another
- * client's, the decoy text old builds compared public clients with, a token from another client),
- * and each answer must be the one the page states. A row, column or credential the page lacks,
- * or one the walk does not know, fails the test: the two cannot drift apart.
+ * every credential, and each answer must be the one the page states. Clients with secrets (or
+ * none) and users are tried with secrets: current, previous in grace, previous ended, empty,
+ * wrong, another client's, the decoy text old builds compared public clients with, a token from
+ * another client. Clients that sign assertions with their keys (private_key_jwt) are tried with
+ * assertions: a fresh one, an empty one, one signed by a stranger's key or another client's, a
+ * secret instead (the decoy text), a fresh one with another client's token, one already used,
+ * one expired, one for another audience. A row, column or credential the page lacks, or one the
+ * walk does not know, fails the test: the two cannot drift apart.
  *
  * `PRINT_ACCESS_TABLE=1` prints what the service answered, cell by cell, in the page's grammar.
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { CREDENTIALS, readAccessTable } from '../helpers/access-table.js';
+import { KEYS, readAccessTable, SECRETS } from '../helpers/access-table.js';
 import type { Credential } from '../helpers/access-table.js';
 import { Browser } from '../helpers/browser.js';
+import { assertionForm, jwksOf, makeKey, signAssertion } from '../helpers/client-keys.js';
+import type { TestKey } from '../helpers/client-keys.js';
 import { buildDist } from '../helpers/build.js';
 import { expectSuccess, runCli } from '../helpers/cli.js';
 import { startDocumentServer } from '../helpers/document-server.js';
@@ -36,10 +43,18 @@ const INITIAL_ACCESS_TOKEN = `iat-${randomBytes(16).toString('hex')}`;
 const REDIRECT = 'http://127.0.0.1:9999/callback';
 const GRANTS = ['authorization_code', 'refresh_token'];
 const NATIVE_REDIRECT = 'http://127.0.0.1/callback';
+const RESOURCE = 'https://tools.example/mcp';
 const USER = { username: `owner${randomBytes(3).toString('hex')}`, password: 'correct horse battery' };
+/** What every instance here runs with, the lock aside: documents and key sets on loopback, machine clients, one resource. */
+const OPEN_ENV = {
+  ...UNLIMITED, CLIENT_METADATA_ALLOW_PRIVATE_NETWORKS: 'true', REGISTRATION_CLIENT_CREDENTIALS: 'true',
+  RESOURCES: JSON.stringify([{ uri: RESOURCE, scopes: 'tools:read' }]),
+};
 
-const KINDS = ['spec client', 'RFC 7591 confidential', 'public web', 'public native', 'metadata document', 'unknown id', 'deleted client', 'user'] as const;
-type Kind = (typeof KINDS)[number];
+const KINDS = ['spec client', 'RFC 7591 confidential', 'public web', 'public native', 'metadata document', 'machine client', 'unknown id', 'deleted client', 'user'] as const;
+/** Clients that authenticate with assertions signed by their keys (the second table). */
+const KEY_KINDS = ['private_key_jwt client', 'private_key_jwt document'] as const;
+type Kind = (typeof KINDS)[number] | (typeof KEY_KINDS)[number];
 
 interface Principal {
   readonly kind: Kind;
@@ -50,6 +65,8 @@ interface Principal {
   readonly redirectUri: string;
   /** Whether it can still be sent through the authorization endpoint. */
   readonly authorizes: boolean;
+  /** The key it signs its assertions with (private_key_jwt). */
+  readonly key?: TestKey;
   /** An access token it got before it was deleted (the deleted client's). */
   staleAccessToken?: string;
 }
@@ -60,14 +77,20 @@ interface World {
   metricsUrl: string;
   principals: Map<Kind, Principal>;
   browser: Browser;
+  /** A key nobody registered. */
+  stranger: TestKey;
+  /** Where the key client's keys are served (its registration body names it). */
+  keysUri: string;
   close(): Promise<void>;
 }
 
 /** A credential as sent: a value, sent without one (a public client's own way), or impossible to form. */
 type Presented = { value: string } | 'none' | 'n/a';
 
-function registration(kind: Kind): Record<string, unknown> | undefined {
+function registration(kind: Kind, keysUri: string): Record<string, unknown> | undefined {
   switch (kind) {
+    case 'machine client': return { client_name: 'Machine', grant_types: ['client_credentials'], token_endpoint_auth_method: 'client_secret_basic' };
+    case 'private_key_jwt client': return { client_name: 'Key Client', redirect_uris: [REDIRECT], grant_types: [...GRANTS, 'client_credentials'], token_endpoint_auth_method: 'private_key_jwt', jwks_uri: keysUri };
     case 'spec client': return { client_name: 'Spec Client', redirect_uri: REDIRECT };
     case 'RFC 7591 confidential': return { client_name: 'Confidential', redirect_uris: [REDIRECT], token_endpoint_auth_method: 'client_secret_post', grant_types: GRANTS };
     case 'public web': return { client_name: 'Public Web', redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none', application_type: 'web', grant_types: GRANTS };
@@ -103,20 +126,27 @@ async function startWorld(mode: 'postgres' | 'embedded', tls: Certificates, docs
     : { DATA_DIR: dataDir };
   const metricsPort = await freePort();
   const env = {
-    ...store, ...UNLIMITED, NODE_EXTRA_CA_CERTS: tls.caFile, CLIENT_METADATA_ALLOW_PRIVATE_NETWORKS: 'true', METRICS_PORT: String(metricsPort),
-    REGISTRATION_INITIAL_ACCESS_TOKEN: INITIAL_ACCESS_TOKEN, KEYS_ENCRYPTION_KEY: TEST_KEYS_ENCRYPTION_KEY,
+    ...store, ...OPEN_ENV, REGISTRATION_INITIAL_ACCESS_TOKEN: INITIAL_ACCESS_TOKEN, KEYS_ENCRYPTION_KEY: TEST_KEYS_ENCRYPTION_KEY, NODE_EXTRA_CA_CERTS: tls.caFile,
+    METRICS_PORT: String(metricsPort),
     // Each sign-in attempt comes from an address of its own (X-Forwarded-For through one trusted
     // hop), so the login guard's counters, tested on their own, do not answer for the credentials here.
     TRUST_PROXY: '1',
   };
   const cli = (args: string[], input?: string) => runCli(args, { ...store, KEYS_ENCRYPTION_KEY: TEST_KEYS_ENCRYPTION_KEY }, input === undefined ? {} : { input });
   expectSuccess(await cli(['user:create', '--username', USER.username, '--email', 'owner@example.com', '--full-name', 'Owner', '--password-stdin'], USER.password));
+  // A machine client an operator made (the embedded database has one owner: before the server starts).
+  const machine = JSON.parse(expectSuccess(await cli(['clients:create', '--name', 'Machine', '--grant-types', 'client_credentials', '--json'])).stdout) as { client_id: string; client_secret: string };
   let instance: Instance = await startInstance(env, { dataDir });
   const { baseUrl } = instance;
 
+  const [clientKey, documentKey, stranger] = await Promise.all([makeKey('RS256', 'key-client'), makeKey('RS256', 'document'), makeKey('RS256')]);
+  const keysUri = docs.url(`/who-may-${mode}-keys.json`);
+  docs.route(`/who-may-${mode}-keys.json`, { body: jwksOf(clientKey), headers: { 'cache-control': 'max-age=600' } });
+  docs.route(`/who-may-${mode}-document-keys.json`, { body: jwksOf(documentKey), headers: { 'cache-control': 'max-age=600' } });
+
   const principals = new Map<Kind, Principal>();
   for (const kind of ['spec client', 'RFC 7591 confidential', 'public web', 'public native', 'deleted client'] as const) {
-    const registered = await register(baseUrl, registration(kind === 'deleted client' ? 'spec client' : kind)!);
+    const registered = await register(baseUrl, registration(kind === 'deleted client' ? 'spec client' : kind, keysUri)!);
     const isPublic = registered.client_secret === undefined;
     principals.set(kind, {
       kind, clientId: registered.client_id, isPublic, authorizes: true,
@@ -124,17 +154,30 @@ async function startWorld(mode: 'postgres' | 'embedded', tls: Certificates, docs
       secrets: isPublic ? {} : await rotated(baseUrl, registered.client_id, registered.client_secret!),
     });
   }
+  principals.set('machine client', { kind: 'machine client', clientId: machine.client_id, isPublic: false, authorizes: false, redirectUri: REDIRECT, secrets: await rotated(baseUrl, machine.client_id, machine.client_secret) });
+  const keyClient = await register(baseUrl, registration('private_key_jwt client', keysUri)!);
+  principals.set('private_key_jwt client', { kind: 'private_key_jwt client', clientId: keyClient.client_id, isPublic: false, authorizes: true, redirectUri: REDIRECT, secrets: {}, key: clientKey });
   const documentUrl = docs.url(`/who-may-${mode}.json`);
   docs.route(`/who-may-${mode}.json`, {
     body: { client_id: documentUrl, client_name: 'Document Client', redirect_uris: [REDIRECT], token_endpoint_auth_method: 'none', grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'] },
     headers: { 'cache-control': 'max-age=600' },
   });
   principals.set('metadata document', { kind: 'metadata document', clientId: documentUrl, secrets: {}, isPublic: true, authorizes: true, redirectUri: REDIRECT });
+  // As ChatGPT publishes its own: private_key_jwt, RS256, its keys at a jwks_uri.
+  const signedUrl = docs.url(`/who-may-${mode}-signed.json`);
+  docs.route(`/who-may-${mode}-signed.json`, {
+    body: {
+      client_id: signedUrl, client_name: 'Signed Document Client', redirect_uris: [REDIRECT], grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'],
+      token_endpoint_auth_method: 'private_key_jwt', token_endpoint_auth_signing_alg: 'RS256', jwks_uri: docs.url(`/who-may-${mode}-document-keys.json`),
+    },
+    headers: { 'cache-control': 'max-age=600' },
+  });
+  principals.set('private_key_jwt document', { kind: 'private_key_jwt document', clientId: signedUrl, secrets: {}, isPublic: false, authorizes: true, redirectUri: REDIRECT, key: documentKey });
   principals.set('unknown id', { kind: 'unknown id', clientId: randomBytes(16).toString('base64url'), secrets: {}, isPublic: false, authorizes: false, redirectUri: REDIRECT });
   principals.set('user', { kind: 'user', clientId: USER.username, secrets: { current: USER.password }, isPublic: false, authorizes: false, redirectUri: REDIRECT });
 
   const browser = new Browser(baseUrl);
-  const world: World = { baseUrl, metricsUrl: `http://127.0.0.1:${metricsPort}`, principals, browser, close: async () => {} };
+  const world: World = { baseUrl, metricsUrl: `http://127.0.0.1:${metricsPort}`, principals, browser, stranger, keysUri, close: async () => {} };
   // Signed in and consented once per client, one at a time: every later code is a silent redirect.
   for (const p of principals.values()) if (p.authorizes) await code(world, p);
   // The deleted client held a token when an operator deleted it (the server stopped: the embedded database has one owner).
@@ -174,19 +217,79 @@ async function post(world: World, path: string, form: Record<string, string>, he
   return fetch(`${world.baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, body: new URLSearchParams(form), redirect: 'manual' });
 }
 
+/** A fresh assertion of `p`, signed with its key (or `signer`), for the issuer unless told otherwise. */
+const assertion = (world: World, p: Principal, options: { signer?: TestKey; audience?: string; expired?: boolean } = {}) => signAssertion(options.signer ?? p.key!, {
+  client: p.clientId, audience: options.audience ?? world.baseUrl, ...(options.expired ? { issuedIn: -400, expiresIn: -60 } : {}),
+});
+
 /** Fresh tokens of `p`, got its own proper way. */
 async function tokens(world: World, p: Principal): Promise<{ access_token: string; refresh_token: string }> {
   const got = await code(world, p);
-  const form: Record<string, string> = { grant_type: 'authorization_code', code: got.code, client_id: p.clientId, redirect_uri: p.redirectUri };
-  if (got.verifier) form.code_verifier = got.verifier;
-  else form.client_secret = p.secrets.current!;
+  const form: Record<string, string> = { grant_type: 'authorization_code', code: got.code, redirect_uri: p.redirectUri };
+  if (got.verifier) Object.assign(form, { client_id: p.clientId, code_verifier: got.verifier });
+  else if (p.key) Object.assign(form, assertionForm(await assertion(world, p)));
+  else Object.assign(form, { client_id: p.clientId, client_secret: p.secrets.current! });
   const res = await post(world, '/api/token.php', form);
   if (res.status !== 200) throw new Error(`exchange for ${p.kind}: ${res.status} ${await res.text()}`);
   return res.json() as Promise<{ access_token: string; refresh_token: string }>;
 }
 
+/** An access token of `p`'s own: a machine client's is the one client_credentials gives it. */
+async function accessTokenOf(world: World, p: Principal): Promise<string> {
+  if (p.kind !== 'machine client') return (await tokens(world, p)).access_token;
+  const res = await post(world, '/api/token.php', { grant_type: 'client_credentials', resource: RESOURCE, client_id: p.clientId, client_secret: p.secrets.current! });
+  if (res.status !== 200) throw new Error(`client_credentials for ${p.kind}: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { access_token: string }).access_token;
+}
+
 /** The client whose codes and tokens are "another client's" for `p`, and whose secret is "another client's secret". */
 const otherOf = (world: World, p: Principal) => world.principals.get(p.kind === 'spec client' ? 'RFC 7591 confidential' : 'spec client')!;
+
+/** The key client whose key is "another client's key" for the key client `p`. */
+const otherKeyOf = (world: World, p: Principal) => world.principals.get(p.kind === 'private_key_jwt client' ? 'private_key_jwt document' : 'private_key_jwt client')!;
+
+/**
+ * The client_assertion a key client presents as `credential` (its second table): fresh, empty, a
+ * stranger's key, another client's key, one used once already, one expired, one for another
+ * audience; undefined for `decoy` (a secret instead) and `foreign` (its own, with another's token).
+ */
+async function assertionAs(world: World, p: Principal, credential: Credential): Promise<string | undefined> {
+  switch (credential) {
+    case 'current': case 'foreign': return assertion(world, p);
+    case 'empty': return '';
+    case 'wrong': return assertion(world, p, { signer: world.stranger });
+    case 'other': return assertion(world, p, { signer: otherKeyOf(world, p).key });
+    case 'expired': return assertion(world, p, { expired: true });
+    case 'audience': return assertion(world, p, { audience: 'https://elsewhere.example' });
+    case 'replayed': {
+      const used = await assertion(world, p);
+      const spent = await post(world, '/api/introspect.php', { token: 'unknown', ...assertionForm(used) });
+      if (spent.status !== 200) throw new Error(`spending an assertion of ${p.kind}: ${spent.status} ${await spent.text()}`);
+      return used;
+    }
+    default: return undefined;
+  }
+}
+
+/** How `p` authenticates as `credential` in a form: a secret (or a public client's id alone), or an assertion. */
+async function clientAuth(world: World, p: Principal, credential: Credential): Promise<Record<string, string> | 'n/a'> {
+  if (!p.key) {
+    const secret = secretOf(world, p, credential);
+    return secret === 'n/a' ? 'n/a' : clientForm(p, secret);
+  }
+  if (credential === 'decoy') return { client_id: p.clientId, client_secret: OLD_DECOY };
+  const presented = (await assertionAs(world, p, credential))!;
+  // An empty assertion says nothing of its client: the client_id does.
+  return presented === '' ? { client_id: p.clientId, client_assertion_type: assertionForm('').client_assertion_type, client_assertion: '' } : assertionForm(presented);
+}
+
+/** The text `p` types where a secret or a password is asked (settings, webhooks API, applications page), as `credential`. */
+async function typed(world: World, p: Principal, credential: Credential): Promise<Presented> {
+  if (credential === 'foreign') return { value: (await tokens(world, otherOf(world, p))).access_token };
+  if (!p.key) return secretOf(world, p, credential);
+  if (credential === 'decoy') return { value: OLD_DECOY };
+  return { value: (await assertionAs(world, p, credential))! };
+}
 
 /** The secret `p` presents as `credential` (for `foreign`: its own current way; the token is another's). */
 function secretOf(world: World, p: Principal, credential: Credential): Presented {
@@ -204,6 +307,7 @@ function secretOf(world: World, p: Principal, credential: Credential): Presented
     case 'wrong': return { value: randomBytes(32).toString('base64url') };
     case 'other': return { value: otherOf(world, p).secrets.current! };
     case 'decoy': return { value: OLD_DECOY };
+    default: return 'n/a'; // the key clients' credentials: not secrets
   }
 }
 
@@ -224,62 +328,66 @@ function clientForm(p: Principal, secret: Presented): Record<string, string> {
 
 type Attempt = (world: World, p: Principal, credential: Credential) => Promise<string>;
 
-/** The surfaces that take a credential, as the table's rows name them. */
+/** The surfaces that take a credential, as the tables' rows name them. */
 const SURFACES: Record<string, Attempt> = {
   async 'token (code)'(world, p, credential) {
-    const secret = secretOf(world, p, credential);
-    if (secret === 'n/a') return 'n/a';
+    const auth = await clientAuth(world, p, credential);
+    if (auth === 'n/a') return 'n/a';
     const own = p.authorizes && credential !== 'foreign';
     const got = own ? await code(world, p) : await code(world, otherOf(world, p));
-    const form: Record<string, string> = { grant_type: 'authorization_code', code: got.code, redirect_uri: p.redirectUri, ...clientForm(p, secret) };
+    const form: Record<string, string> = { grant_type: 'authorization_code', code: got.code, redirect_uri: p.redirectUri, ...auth };
     if (p.isPublic) form.code_verifier = got.verifier ?? pkcePair().verifier;
     return answerOf(await post(world, '/api/token.php', form));
   },
   async 'token (refresh)'(world, p, credential) {
-    const secret = secretOf(world, p, credential);
-    if (secret === 'n/a') return 'n/a';
+    const auth = await clientAuth(world, p, credential);
+    if (auth === 'n/a') return 'n/a';
     const own = p.authorizes && credential !== 'foreign';
     const { refresh_token: refreshToken } = await tokens(world, own ? p : otherOf(world, p));
-    return answerOf(await post(world, '/api/token.php', { grant_type: 'refresh_token', refresh_token: refreshToken, ...clientForm(p, secret) }));
+    return answerOf(await post(world, '/api/token.php', { grant_type: 'refresh_token', refresh_token: refreshToken, ...auth }));
+  },
+  async 'token (client credentials)'(world, p, credential) {
+    if (credential === 'foreign') return 'n/a'; // the grant carries no code or token to be another's
+    const auth = await clientAuth(world, p, credential);
+    if (auth === 'n/a') return 'n/a';
+    return answerOf(await post(world, '/api/token.php', { grant_type: 'client_credentials', resource: RESOURCE, ...auth }));
   },
   async revocation(world, p, credential) {
-    const secret = secretOf(world, p, credential);
-    if (secret === 'n/a') return 'n/a';
-    const token = p.authorizes && credential !== 'foreign' ? (await tokens(world, p)).access_token : p.staleAccessToken ?? (await tokens(world, otherOf(world, p))).access_token;
-    return answerOf(await post(world, '/api/revoke.php', { token, ...clientForm(p, secret) }));
+    const auth = await clientAuth(world, p, credential);
+    if (auth === 'n/a') return 'n/a';
+    const token = (p.authorizes || p.kind === 'machine client') && credential !== 'foreign' ? await accessTokenOf(world, p) : p.staleAccessToken ?? (await tokens(world, otherOf(world, p))).access_token;
+    return answerOf(await post(world, '/api/revoke.php', { token, ...auth }));
   },
   async introspection(world, p, credential) {
-    const secret = secretOf(world, p, credential);
-    if (secret === 'n/a') return 'n/a';
-    const token = p.authorizes && credential !== 'foreign' ? (await tokens(world, p)).access_token : p.staleAccessToken ?? (await tokens(world, otherOf(world, p))).access_token;
-    return answerOf(await post(world, '/api/introspect.php', { token, ...clientForm(p, secret) }));
+    const auth = await clientAuth(world, p, credential);
+    if (auth === 'n/a') return 'n/a';
+    const token = (p.authorizes || p.kind === 'machine client') && credential !== 'foreign' ? await accessTokenOf(world, p) : p.staleAccessToken ?? (await tokens(world, otherOf(world, p))).access_token;
+    return answerOf(await post(world, '/api/introspect.php', { token, ...auth }));
   },
   async userinfo(world, p, credential) {
     // The credential here is a bearer token: the principal's own (current), another client's
-    // (foreign), or a secret presented as if it were one.
+    // (foreign), or a secret (or an assertion) presented as if it were one.
     let bearer: string | undefined;
     if (credential === 'current') {
-      if (p.authorizes) bearer = (await tokens(world, p)).access_token;
+      if (p.authorizes || p.kind === 'machine client') bearer = await accessTokenOf(world, p);
       else if (p.staleAccessToken) bearer = p.staleAccessToken;
       else return 'n/a';
-    } else if (credential === 'foreign') {
-      bearer = (await tokens(world, otherOf(world, p))).access_token;
     } else {
-      const secret = secretOf(world, p, credential);
-      if (secret === 'n/a') return 'n/a';
-      bearer = secret === 'none' ? undefined : secret.value || undefined;
+      const presented = await typed(world, p, credential);
+      if (presented === 'n/a') return 'n/a';
+      bearer = presented === 'none' ? undefined : presented.value || undefined;
     }
     return answerOf(await fetch(`${world.baseUrl}/api/userinfo.php`, { headers: bearer === undefined ? {} : { authorization: `Bearer ${bearer}` } }));
   },
   async 'settings sign-in'(world, p, credential) {
-    const secret = credential === 'foreign' ? { value: (await tokens(world, otherOf(world, p))).access_token } : secretOf(world, p, credential);
-    if (secret === 'n/a') return 'n/a';
-    return formPost(world, '/api/settings.php', '/api/settings.php?action=sign_in', { client_id: p.clientId, client_secret: secret === 'none' ? '' : secret.value });
+    const presented = await typed(world, p, credential);
+    if (presented === 'n/a') return 'n/a';
+    return formPost(world, '/api/settings.php', '/api/settings.php?action=sign_in', { client_id: p.clientId, client_secret: presented === 'none' ? '' : presented.value });
   },
   async 'webhooks API'(world, p, credential) {
-    const secret = credential === 'foreign' ? { value: (await tokens(world, otherOf(world, p))).access_token } : secretOf(world, p, credential);
-    if (secret === 'n/a') return 'n/a';
-    const basic = Buffer.from(`${encodeURIComponent(p.clientId)}:${encodeURIComponent(secret === 'none' ? '' : secret.value)}`).toString('base64');
+    const presented = await typed(world, p, credential);
+    if (presented === 'n/a') return 'n/a';
+    const basic = Buffer.from(`${encodeURIComponent(p.clientId)}:${encodeURIComponent(presented === 'none' ? '' : presented.value)}`).toString('base64');
     return answerOf(await fetch(`${world.baseUrl}/api/webhooks.php`, { headers: { authorization: `Basic ${basic}` } }));
   },
   'registration (locked)': (world, p, credential) => registrationAttempt(world, world.baseUrl, p, credential),
@@ -296,15 +404,15 @@ const SURFACES: Record<string, Attempt> = {
   metrics: (world, p, credential) => carrying(world, p, credential, `${world.metricsUrl}/metrics`),
   'metrics on the public port': (world, p, credential) => carrying(world, p, credential, `${world.baseUrl}/metrics`),
   async 'applications sign-in'(world, p, credential) {
-    const secret = credential === 'foreign' ? { value: (await tokens(world, otherOf(world, p))).access_token } : secretOf(world, p, credential);
-    if (secret === 'n/a') return 'n/a';
-    return formPost(world, '/api/applications.php', '/api/applications.php', { action: 'sign_in', username: p.clientId, password: secret === 'none' ? '' : secret.value }, { 'x-forwarded-for': freshAddress() });
+    const presented = await typed(world, p, credential);
+    if (presented === 'n/a') return 'n/a';
+    return formPost(world, '/api/applications.php', '/api/applications.php', { action: 'sign_in', username: p.clientId, password: presented === 'none' ? '' : presented.value }, { 'x-forwarded-for': freshAddress() });
   },
 };
 
 /** A GET of `url` carrying the principal's credential as a bearer token (none for a public client's own way, or an empty one). */
 async function carrying(world: World, p: Principal, credential: Credential, url: string): Promise<string> {
-  const secret = credential === 'foreign' ? { value: (await tokens(world, otherOf(world, p))).access_token } : secretOf(world, p, credential);
+  const secret = await typed(world, p, credential);
   if (secret === 'n/a') return 'n/a';
   const bearer = secret === 'none' || secret.value === '' ? undefined : secret.value;
   return answerOf(await fetch(url, { headers: bearer === undefined ? {} : { authorization: `Bearer ${bearer}` } }));
@@ -332,11 +440,13 @@ async function registrationToken(world: World, p: Principal, credential: Credent
     case 'other': return otherOf(world, p).secrets.current!;
     case 'decoy': return OLD_DECOY;
     case 'foreign': return (await tokens(world, otherOf(world, p))).access_token;
+    // A key client's own assertions are no initial access token either.
+    default: return assertionAs(world, p, credential);
   }
 }
 
 async function registrationAttempt(world: World, baseUrl: string, p: Principal, credential: Credential): Promise<string> {
-  const body = registration(p.kind);
+  const body = registration(p.kind, world.keysUri);
   if (!body) return 'n/a';
   const token = await registrationToken(world, p, credential);
   if (token === 'n/a') return 'n/a';
@@ -354,11 +464,14 @@ async function pooled<T>(items: T[], width: number, work: (item: T) => Promise<v
   }));
 }
 
-const table = readAccessTable();
+const TABLES = [
+  { name: 'secrets', table: readAccessTable(SECRETS), kinds: KINDS },
+  { name: 'key clients', table: readAccessTable(KEYS), kinds: KEY_KINDS },
+] as const;
 
-test('the table names the surfaces and principals the walk knows, and no others', () => {
+test.each(TABLES)('the $name table names the surfaces and principals the walk knows, and no others', ({ table, kinds }) => {
   expect([...table.rows].sort()).toEqual([...Object.keys(SURFACES), 'registration (open)'].sort());
-  expect(table.columns).toEqual([...KINDS]);
+  expect(table.columns).toEqual([...kinds]);
 });
 
 describeWithOpenssl('who may do what, walked against the running service', () => {
@@ -378,14 +491,15 @@ describeWithOpenssl('who may do what, walked against the running service', () =>
     beforeAll(async () => { world = await startWorld(mode, tls, docs); }, 240_000);
     afterAll(async () => { await world?.close(); });
 
-    test.each(Object.keys(SURFACES))('%s: every principal, every credential', async (row) => {
+    const walks = TABLES.flatMap(({ name, table, kinds }) => Object.keys(SURFACES).map((row) => ({ name, table, kinds, row })));
+    test.each(walks)('$name, $row: every principal, every credential', async ({ table, kinds, row }) => {
       const observed = new Map<string, string>();
-      const cells = KINDS.flatMap((kind) => CREDENTIALS.map((credential) => ({ kind, credential })));
+      const cells = kinds.flatMap((kind) => table.credentials.map((credential) => ({ kind, credential })));
       // A revocation that succeeds ends its grant, and with it the codes the walk is redeeming: one at a time there.
       await pooled(cells, row === 'revocation' ? 1 : 4, async ({ kind, credential }) => {
         observed.set(`${kind}/${credential}`, await SURFACES[row]!(world, world.principals.get(kind)!, credential));
       });
-      if (process.env.PRINT_ACCESS_TABLE) console.log(`${row}:\n${KINDS.map((kind) => `  ${kind}: ${CREDENTIALS.map((c) => `${c} → ${observed.get(`${kind}/${c}`)}`).join(' · ')}`).join('\n')}`);
+      if (process.env.PRINT_ACCESS_TABLE) console.log(`${row}:\n${kinds.map((kind) => `  ${kind}: ${table.credentials.map((c) => `${c} → ${observed.get(`${kind}/${c}`)}`).join(' · ')}`).join('\n')}`);
       const mismatches = cells.filter(({ kind, credential }) => observed.get(`${kind}/${credential}`) !== table.expected(row, kind, credential))
         .map(({ kind, credential }) => `${kind} / ${credential}: the table says ${table.expected(row, kind, credential)}, the service answered ${observed.get(`${kind}/${credential}`)}`);
       expect(mismatches).toEqual([]);
@@ -394,13 +508,15 @@ describeWithOpenssl('who may do what, walked against the running service', () =>
     test('registration (open): every door registers without a token', async () => {
       // A second service on its own data, with the lock off.
       const store: Record<string, string> = mode === 'postgres' ? { DATABASE_URL: (await createTestDatabase()).url, REDIS_URL, REDIS_KEY_PREFIX: testRedisPrefix() } : {};
-      const open = await startInstance({ ...store, ...UNLIMITED, KEYS_ENCRYPTION_KEY: TEST_KEYS_ENCRYPTION_KEY });
+      const open = await startInstance({ ...store, ...OPEN_ENV, KEYS_ENCRYPTION_KEY: TEST_KEYS_ENCRYPTION_KEY });
       try {
         const mismatches: string[] = [];
-        for (const kind of KINDS) {
-          for (const credential of CREDENTIALS) {
-            const answer = await registrationAttempt(world, open.baseUrl, world.principals.get(kind)!, credential);
-            if (answer !== table.expected('registration (open)', kind, credential)) mismatches.push(`${kind} / ${credential}: the table says ${table.expected('registration (open)', kind, credential)}, the service answered ${answer}`);
+        for (const { table, kinds } of TABLES) {
+          for (const kind of kinds) {
+            for (const credential of table.credentials) {
+              const answer = await registrationAttempt(world, open.baseUrl, world.principals.get(kind)!, credential);
+              if (answer !== table.expected('registration (open)', kind, credential)) mismatches.push(`${kind} / ${credential}: the table says ${table.expected('registration (open)', kind, credential)}, the service answered ${answer}`);
+            }
           }
         }
         expect(mismatches).toEqual([]);

@@ -73,7 +73,7 @@ describe('delivery (postgres)', () => {
     expect(hit.event).toMatchObject({
       id: expect.stringMatching(/^evt_/),
       type: 'token.issued',
-      data: { client_id: client.client_id, client_name: 'Test App', username: user.username, scope: 'openid', grant_id: expect.any(String) },
+      data: { client_id: client.client_id, client_name: 'Test App', username: user.username, grant_type: 'authorization_code', scope: 'openid', grant_id: expect.any(String) },
     });
     expect(hit.body).not.toContain(String(token.body.access_token));
     expect(hit.body).not.toContain(code);
@@ -93,7 +93,7 @@ describe('delivery (postgres)', () => {
     const granted = await of('authorization.granted');
     expect(granted.event.data).toEqual({ ...base, username: user.username, scope: 'openid' });
     const issued = await of('token.issued');
-    expect(issued.event.data).toEqual({ ...base, username: user.username, scope: 'openid', grant_id: expect.any(String) });
+    expect(issued.event.data).toEqual({ ...base, username: user.username, grant_type: 'authorization_code', scope: 'openid', grant_id: expect.any(String) });
 
     // A code used twice revokes what it issued (RFC 6749 §4.1.2): token.revoked, reason code_replay.
     const replay = await tokenRequest(t, { code, client_id: client.client_id, client_secret: client.client_secret });
