@@ -10,7 +10,7 @@ import path from 'node:path';
 import { dataTier } from './config/data-tier.js';
 import type { DataTier, RedisSentinel } from './config/data-tier.js';
 import { requireGrace } from './config/durations.js';
-import { boolean, ConfigError, integer, read, url } from './config/env.js';
+import { boolean, ConfigError, duration, integer, read, url } from './config/env.js';
 import { proxyTrust } from './config/proxy.js';
 import type { ProxyTrust } from './config/proxy.js';
 import type { Env } from './config/env.js';
@@ -179,10 +179,10 @@ function logLevel(env: Env): LogLevel {
 
 /** Node refuses a headers timeout above the request timeout, so the pair is checked together. */
 function httpTimeouts(env: Env): Pick<Timeouts, 'httpHeadersMs' | 'httpRequestMs' | 'httpKeepAliveMs'> {
-  const httpHeadersMs = integer(env, 'HTTP_HEADERS_TIMEOUT_MS', 10_000, 100, 600_000);
-  const httpRequestMs = integer(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000, 100, 600_000);
+  const httpHeadersMs = duration(env, 'HTTP_HEADERS_TIMEOUT_MS', 'ms', 10_000, 100, 600_000);
+  const httpRequestMs = duration(env, 'HTTP_REQUEST_TIMEOUT_MS', 'ms', 30_000, 100, 600_000);
   if (httpHeadersMs > httpRequestMs) throw new ConfigError('HTTP_HEADERS_TIMEOUT_MS', `must not exceed HTTP_REQUEST_TIMEOUT_MS (${httpRequestMs})`);
-  return { httpHeadersMs, httpRequestMs, httpKeepAliveMs: integer(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 5000, 100, 600_000) };
+  return { httpHeadersMs, httpRequestMs, httpKeepAliveMs: duration(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 'ms', 5000, 100, 600_000) };
 }
 
 /**
@@ -191,8 +191,8 @@ function httpTimeouts(env: Env): Pick<Timeouts, 'httpHeadersMs' | 'httpRequestMs
  * "Delivery": claiming): at least twice the attempt's limit; unset, 60 s or six attempts, whichever is longer.
  */
 function webhookTimes(env: Env): { webhookAttemptMs: number; webhookLeaseMs: number } {
-  const webhookAttemptMs = integer(env, 'WEBHOOK_ATTEMPT_TIMEOUT_MS', 10_000, 100, 60_000);
-  const webhookLeaseMs = integer(env, 'WEBHOOK_LEASE_MS', Math.max(60_000, 6 * webhookAttemptMs), 1000, 3_600_000);
+  const webhookAttemptMs = duration(env, 'WEBHOOK_ATTEMPT_TIMEOUT_MS', 'ms', 10_000, 100, 60_000);
+  const webhookLeaseMs = duration(env, 'WEBHOOK_LEASE_MS', 'ms', Math.max(60_000, 6 * webhookAttemptMs), 1000, 3_600_000);
   if (webhookLeaseMs < 2 * webhookAttemptMs) {
     throw new ConfigError('WEBHOOK_LEASE_MS', `must be at least twice WEBHOOK_ATTEMPT_TIMEOUT_MS (${webhookAttemptMs}): the attempt, then recording its outcome`);
   }
@@ -267,16 +267,16 @@ export function loadConfig(env: Env): Config {
     ...dataTier(env, databaseUrl, redisUrl),
     redisKeyPrefix,
     dataDir: path.resolve(read(env, 'DATA_DIR') ?? 'data'),
-    accessTokenTtl: integer(env, 'ACCESS_TOKEN_TTL', 3600, 1, 86_400),
-    idTokenTtl: integer(env, 'ID_TOKEN_TTL', 3600, 1, 86_400),
-    authorizationCodeTtl: integer(env, 'AUTHORIZATION_CODE_TTL', 60, 1, 600),
-    refreshTokenTtl: integer(env, 'REFRESH_TOKEN_TTL', 14 * 86_400, 60, 366 * 86_400),
+    accessTokenTtl: duration(env, 'ACCESS_TOKEN_TTL', 's', 3600, 1, 86_400),
+    idTokenTtl: duration(env, 'ID_TOKEN_TTL', 's', 3600, 1, 86_400),
+    authorizationCodeTtl: duration(env, 'AUTHORIZATION_CODE_TTL', 's', 60, 1, 600),
+    refreshTokenTtl: duration(env, 'REFRESH_TOKEN_TTL', 's', 14 * 86_400, 60, 366 * 86_400),
     tokenRateLimitPerMinute: integer(env, 'TOKEN_RATE_LIMIT_PER_MINUTE', 5, 1, 1_000_000),
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 60, 1, 1_000_000),
-    webhookRetryBaseMs: integer(env, 'WEBHOOK_RETRY_BASE_MS', 30_000, 1, 3_600_000),
+    webhookRetryBaseMs: duration(env, 'WEBHOOK_RETRY_BASE_MS', 'ms', 30_000, 1, 3_600_000),
     webhookLeaseMs,
     webhookAllowPrivateNetworks: boolean(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'),
-    auditRetentionDays: integer(env, 'AUDIT_RETENTION_DAYS', 90, 1, 36_500),
+    auditRetentionDays: duration(env, 'AUDIT_RETENTION_DAYS', 'd', 90, 1, 36_500),
     secretRotationGraceMs: rotationGrace(env),
     standardClients: standardClients(env),
     cookieKeys: keys ? Object.freeze(keys) : undefined,
@@ -285,17 +285,17 @@ export function loadConfig(env: Env): Config {
     trustProxy,
     tls,
     timeouts: Object.freeze({
-      redisCommandMs: integer(env, 'REDIS_COMMAND_TIMEOUT_MS', 1000, 10, 60_000),
-      redisConnectMs: integer(env, 'REDIS_CONNECT_TIMEOUT_MS', 2000, 10, 60_000),
-      databaseConnectMs: integer(env, 'DATABASE_CONNECT_TIMEOUT_MS', 2000, 10, 60_000),
-      storesStartupMs: integer(env, 'STORES_STARTUP_TIMEOUT_MS', 60_000, 0, 3_600_000),
-      databaseStatementMs: integer(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 2000, 10, 600_000),
-      databaseIdleInTransactionMs: integer(env, 'DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS', 10_000, 10, 600_000),
-      shutdownDelayMs: integer(env, 'SHUTDOWN_DELAY_MS', 1000, 0, 600_000),
-      shutdownMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
-      adminTransactionMs: integer(env, 'ADMIN_TRANSACTION_TIMEOUT_MS', 300_000, 1000, 3_600_000),
+      redisCommandMs: duration(env, 'REDIS_COMMAND_TIMEOUT_MS', 'ms', 1000, 10, 60_000),
+      redisConnectMs: duration(env, 'REDIS_CONNECT_TIMEOUT_MS', 'ms', 2000, 10, 60_000),
+      databaseConnectMs: duration(env, 'DATABASE_CONNECT_TIMEOUT_MS', 'ms', 2000, 10, 60_000),
+      storesStartupMs: duration(env, 'STORES_STARTUP_TIMEOUT_MS', 'ms', 60_000, 0, 3_600_000),
+      databaseStatementMs: duration(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 'ms', 2000, 10, 600_000),
+      databaseIdleInTransactionMs: duration(env, 'DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS', 'ms', 10_000, 10, 600_000),
+      shutdownDelayMs: duration(env, 'SHUTDOWN_DELAY_MS', 'ms', 1000, 0, 600_000),
+      shutdownMs: duration(env, 'SHUTDOWN_TIMEOUT_MS', 'ms', 10_000, 0, 600_000),
+      adminTransactionMs: duration(env, 'ADMIN_TRANSACTION_TIMEOUT_MS', 'ms', 300_000, 1000, 3_600_000),
       webhookAttemptMs,
-      outboundLookupMs: integer(env, 'OUTBOUND_LOOKUP_TIMEOUT_MS', 2000, 10, 60_000),
+      outboundLookupMs: duration(env, 'OUTBOUND_LOOKUP_TIMEOUT_MS', 'ms', 2000, 10, 60_000),
       ...httpTimeouts(env),
     }),
   });

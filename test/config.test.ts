@@ -203,6 +203,40 @@ describe('loadConfig defaults', () => {
   });
 });
 
+describe('every duration variable is written one way: 500ms, 30s, 5m, 1h, 7d, or a bare number in its own unit', () => {
+  test.each<[string, string, (config: ReturnType<typeof loadConfig>) => number, number]>([
+    ['ACCESS_TOKEN_TTL', '1h', (c) => c.accessTokenTtl, 3600],
+    ['ACCESS_TOKEN_TTL', '3600', (c) => c.accessTokenTtl, 3600],
+    ['AUTHORIZATION_CODE_TTL', '2m', (c) => c.authorizationCodeTtl, 120],
+    ['REFRESH_TOKEN_TTL', '7d', (c) => c.refreshTokenTtl, 7 * 86_400],
+    ['ID_TOKEN_TTL', '30000ms', (c) => c.idTokenTtl, 30],
+    ['WEBHOOK_RETRY_BASE_MS', '500ms', (c) => c.webhookRetryBaseMs, 500],
+    ['WEBHOOK_RETRY_BASE_MS', '30s', (c) => c.webhookRetryBaseMs, 30_000],
+    ['WEBHOOK_RETRY_BASE_MS', '250', (c) => c.webhookRetryBaseMs, 250],
+    ['REDIS_COMMAND_TIMEOUT_MS', '1s', (c) => c.timeouts.redisCommandMs, 1000],
+    ['STORES_STARTUP_TIMEOUT_MS', '5m', (c) => c.timeouts.storesStartupMs, 300_000],
+    ['ADMIN_TRANSACTION_TIMEOUT_MS', '1h', (c) => c.timeouts.adminTransactionMs, 3_600_000],
+    ['KEYS_POLL_INTERVAL_MS', '45s', (c) => c.signingKeys.pollIntervalMs, 45_000],
+    ['KEYS_RETIRE_LEEWAY', '5m', (c) => c.signingKeys.retireLeeway, 300],
+    ['AUDIT_RETENTION_DAYS', '90d', (c) => c.auditRetentionDays, 90],
+    ['AUDIT_RETENTION_DAYS', '48h', (c) => c.auditRetentionDays, 2],
+    ['DYNAMIC_CLIENT_IDLE_DAYS', '7d', (c) => c.standardClients.dynamicClientIdleDays, 7],
+    ['CLIENT_METADATA_CACHE_MAX_SECONDS', '1h', (c) => c.standardClients.metadataDocuments.cacheMaxSeconds, 3600],
+    ['CLIENT_JWKS_REFETCH_SECONDS', '1m', (c) => c.standardClients.keySets.refetchSeconds, 60],
+    ['CLIENT_SECRET_ROTATION_GRACE', '500ms', (c) => c.secretRotationGraceMs, 500],
+    ['CLIENT_SECRET_ROTATION_GRACE', '7d', (c) => c.secretRotationGraceMs, 7 * 86_400_000],
+  ])('%s=%s', (name, value, read, expected) => {
+    expect(read(loadConfig({ [name]: value }))).toBe(expected);
+  });
+
+  test('a refusal says what a duration may be, in the variable\'s bounds', () => {
+    expect(() => loadConfig({ ACCESS_TOKEN_TTL: '2d' })).toThrow(
+      'ACCESS_TOKEN_TTL: must be a duration from 1s to 1d (such as 500ms, 30s, 5m, 1h, 7d; a bare number is seconds, and ms must make whole seconds), got "2d"');
+    expect(() => loadConfig({ SHUTDOWN_DELAY_MS: 'soon' })).toThrow(
+      'SHUTDOWN_DELAY_MS: must be a duration from 0 to 10m (such as 500ms, 30s, 5m, 1h, 7d; a bare number is milliseconds), got "soon"');
+  });
+});
+
 describe('a bad value throws ConfigError naming the variable', () => {
   test.each<[string, Record<string, string>]>([
     ['PORT', { PORT: 'abc' }],
@@ -218,7 +252,11 @@ describe('a bad value throws ConfigError naming the variable', () => {
     ['ACCESS_TOKEN_TTL', { ACCESS_TOKEN_TTL: '0' }],
     ['ACCESS_TOKEN_TTL', { ACCESS_TOKEN_TTL: 'an hour' }],
     ['ID_TOKEN_TTL', { ID_TOKEN_TTL: '0' }],
-    ['ID_TOKEN_TTL', { ID_TOKEN_TTL: '1h' }],
+    ['ID_TOKEN_TTL', { ID_TOKEN_TTL: '1.5h' }],
+    ['ID_TOKEN_TTL', { ID_TOKEN_TTL: '1500ms' }], // not a whole number of seconds
+    ['ID_TOKEN_TTL', { ID_TOKEN_TTL: '2d' }], // above its 1d bound
+    ['ID_TOKEN_TTL', { ID_TOKEN_TTL: '1 h' }],
+    ['ID_TOKEN_TTL', { ID_TOKEN_TTL: '1H' }],
     ['KEYS_ENCRYPTION_KEY', { KEYS_ENCRYPTION_KEY: 'too short' }],
     ['KEYS_ENCRYPTION_KEY', { KEYS_ENCRYPTION_KEY: 'ab'.repeat(31) }], // 31 bytes
     ['KEYS_ENCRYPTION_KEY', { KEYS_ENCRYPTION_KEY: `${'x'.repeat(42)}!` }],
@@ -242,7 +280,8 @@ describe('a bad value throws ConfigError naming the variable', () => {
     ['WEBHOOK_LEASE_MS', { WEBHOOK_ATTEMPT_TIMEOUT_MS: '5000', WEBHOOK_LEASE_MS: '4000' }],
     ['WEBHOOK_LEASE_MS', { WEBHOOK_ATTEMPT_TIMEOUT_MS: '5000', WEBHOOK_LEASE_MS: '9999' }],
     ['AUDIT_RETENTION_DAYS', { AUDIT_RETENTION_DAYS: '0' }],
-    ['AUDIT_RETENTION_DAYS', { AUDIT_RETENTION_DAYS: '90d' }],
+    ['AUDIT_RETENTION_DAYS', { AUDIT_RETENTION_DAYS: '36h' }], // not a whole number of days
+    ['AUDIT_RETENTION_DAYS', { AUDIT_RETENTION_DAYS: '1w' }],
     ['CLIENT_SECRET_ROTATION_GRACE', { CLIENT_SECRET_ROTATION_GRACE: 'a day' }],
     ['CLIENT_SECRET_ROTATION_GRACE', { CLIENT_SECRET_ROTATION_GRACE: '15' }], // seconds or minutes?
     ['CLIENT_SECRET_ROTATION_GRACE', { CLIENT_SECRET_ROTATION_GRACE: '-1h' }],

@@ -2,7 +2,8 @@
  * The grace period of a secret rotation: how long the secret just replaced keeps working beside
  * the new one (a client secret at every endpoint that authenticates clients; a webhook signing
  * secret as a second signature). Written as a duration: `0` (the old secret ends at once, the
- * leaked-secret case), or a whole number of seconds, minutes, hours or days: `30s`, `15m`, `1h`, `7d`.
+ * leaked-secret case), or a whole number of milliseconds, seconds, minutes, hours or days: `500ms`,
+ * `30s`, `15m`, `1h`, `7d` (the notation of every duration variable, config/env.ts `duration`).
  *
  * @example parseGrace('1h') // 3_600_000
  */
@@ -13,14 +14,14 @@ export const DEFAULT_GRACE_MS = 24 * 3600 * 1000;
 /** The longest overlap: two secrets that both work are a cost, kept as short as a rollout allows. */
 export const MAX_GRACE_MS = 30 * 24 * 3600 * 1000;
 
-const UNITS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+const UNITS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 
 /** What a grace may be written as, for error messages. */
 export const GRACE_SYNTAX = 'a duration such as 0, 30s, 15m, 1h or 7d (at most 30d)';
 
 /** The grace in milliseconds, or undefined when `text` is not a duration of at most {@link MAX_GRACE_MS}. */
 export function parseGrace(text: string): number | undefined {
-  const match = /^(\d{1,7})([smhd])?$/.exec(text.trim());
+  const match = /^(\d{1,10})(ms|s|m|h|d)?$/.exec(text.trim());
   if (!match) return undefined;
   const amount = Number(match[1]);
   // A bare number is only `0`: "15" could mean seconds or minutes.

@@ -4,6 +4,7 @@
  * (src/config/*.ts) read the environment.
  *
  * @example const port = integer(env, 'PORT', 3000, 0, 65535);
+ * @example const ttl = duration(env, 'ACCESS_TOKEN_TTL', 's', 3600, 1, 86_400); // "1h", "90m" or "3600"
  */
 
 export class ConfigError extends Error {
@@ -30,6 +31,43 @@ export function integer(env: Env, name: string, fallback: number, min: number, m
     throw new ConfigError(name, `must be a whole number from ${min} to ${max}, got "${raw}"`);
   }
   return Number(raw);
+}
+
+/** What a duration is written in, each in milliseconds. */
+const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/** The unit a duration variable is kept in, and a bare number is read in (its name says which: _MS, _SECONDS, _DAYS; a _TTL is in seconds). */
+export type DurationUnit = 'ms' | 's' | 'd';
+
+const UNIT_NAMES: Record<DurationUnit, string> = { ms: 'milliseconds', s: 'seconds', d: 'days' };
+
+/** `amount` of `unit` in the largest unit it is a whole number of: (3600, 's') → `1h`, (1500, 'ms') → `1500ms`. */
+export function formatDuration(amount: number, unit: DurationUnit): string {
+  const ms = amount * UNIT_MS[unit];
+  if (ms === 0) return '0';
+  for (const name of ['d', 'h', 'm', 's', 'ms'] as const) {
+    if (ms % UNIT_MS[name] === 0) return `${ms / UNIT_MS[name]}${name}`;
+  }
+  return `${ms}ms`;
+}
+
+/**
+ * A duration within `min`–`max`, or `fallback` when unset; all three, and the result, in `unit`.
+ * Every duration variable is written the same way: a whole number with a unit (`500ms`, `30s`,
+ * `5m`, `1h`, `7d`), or a bare whole number in the variable's own unit, as it was first documented
+ * (`ACCESS_TOKEN_TTL=3600` is still an hour). A value that is not a whole number of `unit` is refused.
+ */
+export function duration(env: Env, name: string, unit: DurationUnit, fallback: number, min: number, max: number): number {
+  const raw = read(env, name);
+  if (raw === undefined) return fallback;
+  const match = /^(\d{1,12})(ms|s|m|h|d)?$/.exec(raw);
+  const ms = match ? Number(match[1]) * UNIT_MS[(match[2] ?? unit) as keyof typeof UNIT_MS] : Number.NaN;
+  const amount = ms / UNIT_MS[unit];
+  if (!Number.isInteger(amount) || amount < min || amount > max) {
+    throw new ConfigError(name, `must be a duration from ${formatDuration(min, unit)} to ${formatDuration(max, unit)} `
+      + `(such as 500ms, 30s, 5m, 1h, 7d; a bare number is ${UNIT_NAMES[unit]}${unit === 'ms' ? '' : `, and ms must make whole ${UNIT_NAMES[unit]}`}), got "${raw}"`);
+  }
+  return amount;
 }
 
 /** true/1 or false/0 (any case); unset is false. */

@@ -4,7 +4,7 @@
  *
  * @example const { signingKeys } = loadConfig(process.env);
  */
-import { ConfigError, integer, read } from './env.js';
+import { ConfigError, duration, read } from './env.js';
 import type { Env } from './env.js';
 
 export interface SigningKeyConfig {
@@ -34,7 +34,7 @@ export function signingKeyConfig(env: Env, production: boolean): SigningKeyConfi
   return Object.freeze({
     encryptionKey: raw === undefined ? undefined : encryptionKeyOf(raw),
     // At most a minute: every instance picks up a rotation within one.
-    pollIntervalMs: integer(env, 'KEYS_POLL_INTERVAL_MS', 30_000, 100, 60_000),
-    retireLeeway: integer(env, 'KEYS_RETIRE_LEEWAY', 300, 0, 86_400),
+    pollIntervalMs: duration(env, 'KEYS_POLL_INTERVAL_MS', 'ms', 30_000, 100, 60_000),
+    retireLeeway: duration(env, 'KEYS_RETIRE_LEEWAY', 's', 300, 0, 86_400),
   });
 }

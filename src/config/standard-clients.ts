@@ -6,7 +6,7 @@
  *
  * @example const { standardClients } = loadConfig(process.env);
  */
-import { boolean, ConfigError, integer, read } from './env.js';
+import { boolean, ConfigError, duration, integer, read } from './env.js';
 import type { Env } from './env.js';
 import { declaredResources } from './resources.js';
 import type { ResourceDeclaration } from './resources.js';
@@ -52,23 +52,23 @@ export function standardClients(env: Env): StandardClients {
   if (token !== undefined && !/^[\x21-\x7e]{32,}$/.test(token)) {
     throw new ConfigError('REGISTRATION_INITIAL_ACCESS_TOKEN', 'must be at least 32 printable characters without spaces');
   }
-  const cacheMinSeconds = integer(env, 'CLIENT_METADATA_CACHE_MIN_SECONDS', 30, 0, 86_400);
-  const cacheMaxSeconds = integer(env, 'CLIENT_METADATA_CACHE_MAX_SECONDS', 86_400, 0, 7 * 86_400);
+  const cacheMinSeconds = duration(env, 'CLIENT_METADATA_CACHE_MIN_SECONDS', 's', 30, 0, 86_400);
+  const cacheMaxSeconds = duration(env, 'CLIENT_METADATA_CACHE_MAX_SECONDS', 's', 86_400, 0, 7 * 86_400);
   if (cacheMaxSeconds < cacheMinSeconds) throw new ConfigError('CLIENT_METADATA_CACHE_MAX_SECONDS', `must not be below CLIENT_METADATA_CACHE_MIN_SECONDS (${cacheMinSeconds})`);
   return Object.freeze({
     registrationInitialAccessToken: token,
     registrationClientCredentials: boolean(env, 'REGISTRATION_CLIENT_CREDENTIALS'),
-    dynamicClientIdleDays: integer(env, 'DYNAMIC_CLIENT_IDLE_DAYS', 30, 1, 36_500),
+    dynamicClientIdleDays: duration(env, 'DYNAMIC_CLIENT_IDLE_DAYS', 'd', 30, 1, 36_500),
     metadataDocuments: Object.freeze({
       allowPrivateNetworks: boolean(env, 'CLIENT_METADATA_ALLOW_PRIVATE_NETWORKS'),
-      timeoutMs: integer(env, 'CLIENT_METADATA_TIMEOUT_MS', 5000, 100, 60_000),
+      timeoutMs: duration(env, 'CLIENT_METADATA_TIMEOUT_MS', 'ms', 5000, 100, 60_000),
       maxBytes: integer(env, 'CLIENT_METADATA_MAX_BYTES', 5120, 256, 1_048_576),
       cacheMinSeconds,
       cacheMaxSeconds,
     }),
     keySets: Object.freeze({
       maxBytes: integer(env, 'CLIENT_JWKS_MAX_BYTES', 65_536, 1024, 1_048_576),
-      refetchSeconds: integer(env, 'CLIENT_JWKS_REFETCH_SECONDS', 10, 1, 3600),
+      refetchSeconds: duration(env, 'CLIENT_JWKS_REFETCH_SECONDS', 's', 10, 1, 3600),
     }),
     resources: Object.freeze(declaredResources(env).map((resource) => Object.freeze({ ...resource, scopes: Object.freeze([...resource.scopes]) }))),
   });

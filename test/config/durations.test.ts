@@ -1,13 +1,13 @@
 /**
  * The grace of a secret rotation as operators write it (CLIENT_SECRET_ROTATION_GRACE, `--grace`,
- * the webhooks API's `grace`): `0` or a whole number of s, m, h or d, at most 30 days.
+ * the webhooks API's `grace`): `0` or a whole number of ms, s, m, h or d, at most 30 days.
  */
 import { describe, expect, test } from '@jest/globals';
 import { formatGrace, graceEnd, MAX_GRACE_MS, parseGrace } from '../../src/config/durations.js';
 
 describe('parseGrace', () => {
   test.each<[string, number]>([
-    ['0', 0], ['0s', 0], ['30s', 30_000], ['15m', 900_000], ['1h', 3_600_000], ['24h', 86_400_000], ['7d', 604_800_000], [' 2h ', 7_200_000], ['30d', MAX_GRACE_MS],
+    ['0', 0], ['0s', 0], ['500ms', 500], ['0ms', 0], ['30s', 30_000], ['15m', 900_000], ['1h', 3_600_000], ['24h', 86_400_000], ['7d', 604_800_000], [' 2h ', 7_200_000], ['30d', MAX_GRACE_MS],
   ])('%j is %d ms', (text, ms) => {
     expect(parseGrace(text)).toBe(ms);
   });
