@@ -38,7 +38,7 @@ import { MODES, startService } from './lib/service.mjs';
 import { PGBOUNCER_PATH } from './lib/pgbouncer.mjs';
 import { summariseProfiles } from './lib/profile-summary.mjs';
 import { markdownBlock, markedFileProblem, writeMarked } from './lib/markdown.mjs';
-import { headerLine, resultsTable, startRssLines } from './lib/report.mjs';
+import { headerLine, resultsTable, startRssLines, targetLines } from './lib/report.mjs';
 import { fmt, median, medianRun, perRequest } from './lib/stats.mjs';
 
 const USAGE = `Usage: npm run bench [-- --quick] [--mode ${MODES.join(',')}|all] [--rows ${ROW_IDS.join(',')}]
@@ -274,11 +274,14 @@ async function main() {
     header: headerLine(settings),
     table: resultsTable([...results, ...sideResults(figures)], argon2Rate, titleOf),
     after: startRssLines(startRss),
+    // An A/B run's sides are not the targets' rows: its verdict is the comparison table.
+    targets: comparison ? [] : targetLines(results, argon2Rate, settings),
     comparison: comparison && { title: comparisonTitle(comparison), table: comparisonTable(figures, titleOf) },
   };
   console.log(`\n${report.header}\n`);
   console.log(report.table);
   for (const line of report.after) console.log(line);
+  if (report.targets.length) console.log(`\nTargets (docs/performance.md), this run:\n${report.targets.map((line) => `  ${line}`).join('\n')}`);
   if (report.comparison) console.log(`\n${report.comparison.title}\n\n${report.comparison.table}`);
   if (options.json) fs.writeFileSync(options.json, JSON.stringify({ settings, argon2Rate, results, ...(comparison && { comparison: { ...comparison, figures } }) }, null, 2));
   if (options.markdown) writeMarkdown(options.markdown, report, build);

@@ -5,4 +5,4 @@ export function markerProblem(text: string): string | undefined;
 export function replaceMarked(text: string, block: string): string;
 export function markedFileProblem(file: string | undefined): string | undefined;
 export function writeMarked(file: string, block: string): void;
-export function markdownBlock(parts: { header: string; table: string; after?: string[]; comparison?: { title: string; table: string }; command?: string; build?: string }): string;
+export function markdownBlock(parts: { header: string; table: string; after?: string[]; targets?: string[]; comparison?: { title: string; table: string }; command?: string; build?: string }): string;

@@ -54,9 +54,10 @@ export function writeMarked(file, block) {
 
 /**
  * The Markdown a run writes: how it was run, its header line, its table (the printed one, as is),
- * the lines after it as a list and, for an A/B run, the comparison's title and table.
+ * the lines after it as a list, what the run says of each target and, for an A/B run, the
+ * comparison's title and table.
  */
-export function markdownBlock({ header, table, after = [], comparison, command, build }) {
+export function markdownBlock({ header, table, after = [], targets = [], comparison, command, build }) {
   const source = [command && `\`${command}\``, build && `build \`${build}\``].filter(Boolean).join(', ');
   return [
     ...(source ? [`Written by ${source}:`, ''] : []),
@@ -65,6 +66,7 @@ export function markdownBlock({ header, table, after = [], comparison, command, 
     table,
     '',
     ...after.map((line) => `- ${line}`),
+    ...(targets.length ? ['', '**Targets, this run** ([targets](#targets)):', '', ...targets.map((line) => `- ${line}`)] : []),
     ...(comparison ? ['', `**${comparison.title}**`, '', comparison.table] : []),
   ].join('\n');
 }

@@ -9,3 +9,4 @@ export function anchorOf(result: Result, results: Result[], argon2Rate: number):
 export function headerLine(settings: Settings, at?: { date?: Date; cpus?: { model: string }[]; node?: string }): string;
 export function resultsTable(results: Result[], argon2Rate: number, titleOf?: (row: string) => string): string;
 export function startRssLines(startRss: Record<string, number>): string[];
+export function targetLines(results: Result[], argon2Rate: number, settings: Pick<Settings, 'connections'>): string[];

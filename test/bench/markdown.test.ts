@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { END, markdownBlock, markedFileProblem, markerProblem, replaceMarked, START, writeMarked } from '../../bench/lib/markdown.mjs';
-import { headerLine, resultsTable, startRssLines } from '../../bench/lib/report.mjs';
+import { headerLine, resultsTable, startRssLines, targetLines } from '../../bench/lib/report.mjs';
 import type { Result } from '../../bench/lib/report.mjs';
 import { ROOT } from '../helpers/build.js';
 
@@ -130,4 +130,35 @@ describe('the file', () => {
     expect(stdout).toContain('[--markdown file]');
     expect(stdout).toContain(`--markdown file: rewrites the part of file between ${START} and`);
   }, 60_000);
+});
+
+describe('what a run says of each target', () => {
+  const row = (target: string, name: string, perSecond: number, extra: Partial<Result> = {}): Result => ({
+    target, row: name, perSecond, p50: 3, p99: 20, pg: 0, redis: 4, cpuUs: 500, rssMb: 180, notes: [], ...extra,
+  });
+  const P = 'P: stock oidc-provider 9, Map';
+  const PG = 'this service, Postgres + Redis';
+  const RUN = [
+    row(P, 'userinfo', 8000), row(P, 'exchange', 2000),
+    row(PG, 'userinfo', 4000), row(PG, 'exchange', 1600, { p99: 58.3 }), row(PG, 'silent', 1950),
+    row(PG, 'login', 80), row(PG, '429', 15_000, { cpuUs: 40 }),
+  ];
+
+  test('met, missed with the figure, or not measured when the run lacks the row or the load', () => {
+    const lines = targetLines(RUN, 100, { connections: 32 });
+    expect(lines).toContain('Postgres + Redis: userinfo ≥ 0.8 P: missed (0.50 P)');
+    expect(lines).toContain('Postgres + Redis: code exchange ≥ 0.7 P: met (0.80 P)');
+    expect(lines).toContain('fresh login flows ≥ 0.7 × the argon2id verify rate: met (Postgres + Redis 0.80 ×)');
+    expect(lines).toContain('silent authorize ≥ 1,000/s: met (Postgres + Redis 1,950/s)');
+    expect(lines).toContain('p99 ≤ 50 ms at 32 connections, Postgres + Redis: missed (userinfo 20.0 ms, exchange 58.3 ms)');
+    expect(lines).toContain('embedded: userinfo ≥ 0.5 P: not measured');
+    expect(lines).toContain('a 429 refusal ≥ 10× cheaper than a served token request: met (Postgres + Redis 12.5×)');
+    expect(lines).toContain('RSS under the bench load on Postgres + Redis ≤ 200 MB: met (at most 180 MB)');
+    expect(targetLines(RUN, 100, { connections: 4 })).toContain('p99 ≤ 50 ms at 32 connections, Postgres + Redis: not measured (4 connections, not 32)');
+  });
+
+  test('the page gets them as a list after the table', () => {
+    const block = markdownBlock({ header: HEADER, table: TABLE, targets: targetLines(RUN, 100, { connections: 32 }) });
+    expect(block).toContain('**Targets, this run** ([targets](#targets)):\n\n- Postgres + Redis: userinfo ≥ 0.8 P: missed (0.50 P)\n');
+  });
 });
