@@ -19,7 +19,8 @@ export const isActive = (user: Pick<User, 'disabledAt'>) => !user.disabledAt;
 /**
  * Whether a sign-in made at `signedInAt` (epoch seconds, as the provider's session keeps it)
  * has been ended by an operator since (users:sign-out, users:set-password, users:disable): one in
- * the very second the sessions were ended is ended too, as a session cannot say which came first.
+ * the very second the sessions were ended is ended too, as a session cannot say which came first
+ * (so a sign-in after the end finishes in the next second: ui/sign-in.ts).
  * One stored instant ends every session wherever it lives (Redis, this process's memory, a
  * page's signed cookie), with the service running or not; later sessions are untouched.
  */

@@ -8,6 +8,7 @@
  * @example const outcome = await signIn(ctx, { guard, users, audit }, { page: 'login', clientId }, username, password);
  */
 import type { Context } from 'koa';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { deviceCookieValue, trustedDevice } from '../accounts/login-guard.js';
 import type { LoginGuard } from '../accounts/login-guard.js';
 import type { LoginCheck, User, UserStore } from '../accounts/user-store.js';
@@ -48,6 +49,18 @@ export function waitText(seconds: number): string {
 const deviceCookie = (ctx: Context) => (ctx.secure ? '__Host-login_device' : 'login_device');
 const DEVICE_COOKIE_DAYS = 365;
 
+/**
+ * A sign-in made in the very second its user's sessions were ended (a password just set, every
+ * session just signed out) would count as ended with them: sessions keep whole seconds, and
+ * accounts/provider-account.ts `sessionEnded` ends the whole second. This sign-in certainly came
+ * after (it checked the password stored with the end), so it finishes in the next second instead.
+ */
+async function afterEndedSessions(user: User): Promise<void> {
+  if (!user.sessionsEndedAt) return;
+  const wait = (Math.floor(user.sessionsEndedAt.getTime() / 1000) + 1) * 1000 - Date.now();
+  if (wait > 0) await sleep(wait);
+}
+
 const tooManyFailures = (seconds: number) => `Too many failed sign-in attempts. Try again in ${waitText(seconds)}.`;
 
 /**
@@ -66,6 +79,7 @@ export async function signIn(ctx: Context, deps: SignInDependencies, place: Sign
   const named = result.outcome === 'blocked' ? await deps.users.findByUsername(username) : check && 'user' in check ? check.user : undefined;
   const fields = { user: named?.id, client: place.clientId, detail: { page: place.page, ...(named ? { username: named.username } : {}) } };
   if (result.outcome === 'success') {
+    await afterEndedSessions(result.value);
     await deps.audit.record('login.succeeded', fields, requestContext(ctx, userActor(result.value.id)));
     renewCsrf(ctx); // a token from before the sign-in is worth nothing after it (ui/csrf.ts)
     ctx.cookies.set(deviceCookie(ctx), deviceCookieValue(username), {
