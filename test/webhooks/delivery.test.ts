@@ -326,7 +326,7 @@ describe('SSRF at connect time (DNS rebinding)', () => {
         const list = await deliveriesOf(t, client, hook.id);
         return (list[0]?.attempts as number) >= 1 ? list : undefined;
       });
-      expect(delivery).toMatchObject({ status: 'pending', last_status_code: null, last_error: expect.stringMatching(/^refused: localhost resolves to .*loopback/) });
+      expect(delivery).toMatchObject({ status: 'pending', last_status_code: null, last_error: expect.stringMatching(/^destination not allowed: localhost resolves to .*loopback/) });
       expect(receiver.hits).toEqual([]);
     } finally {
       await t.close();
