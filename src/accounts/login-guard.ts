@@ -13,7 +13,7 @@
  * and given back when refused or forgotten on success, so parallel guesses cannot overtake the
  * count; a refused attempt never reaches the password check (no argon2 work).
  *
- * @example const result = await guard.attempt({ username, address: clientAddress(ctx), device }, () => users.authenticate(username, password));
+ * @example const result = await guard.attempt({ username, address: clientKey(ctx), device }, () => users.authenticate(username, password));
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { retryAfterSeconds } from '../store/limiter.js';

@@ -17,7 +17,7 @@
  */
 import type { Context } from 'koa';
 import type { Prisma } from '../generated/prisma/client.js';
-import { clientAddress } from '../http/rate-limit.js';
+import { clientAddress } from '../http/client-address.js';
 import { Writes } from '../store/request-state.js';
 import type { AuditValues } from '../store/request-state.js';
 import type { WriteSender } from '../store/write-sender.js';

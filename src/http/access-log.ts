@@ -39,7 +39,7 @@ import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
 import proxyAddr from 'proxy-addr';
 import type { ProxyTrust } from '../config.js';
-import { clientAddress } from './rate-limit.js';
+import { clientAddress } from './client-address.js';
 
 /** Whether the peer at position `i` (0: the socket's, then X-Forwarded-For from the right) is a proxy we trust. */
 type Trusts = (address: string, i: number) => boolean;

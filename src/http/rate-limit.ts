@@ -10,57 +10,17 @@
  * here, with no database work, hashing or rendering behind it (and no body parsing, except the
  * token form whose client_id a token request's budgets need, spent in one Redis round trip).
  *
- * The address a request comes from is keyed as the limits (and the login guard) count it
- * ({@link clientAddress}):
- * - `ctx.ip`: the socket's peer, or behind TRUST_PROXY the client its trusted proxies report
- *   (http/access-log.ts `publicOrigin` sets it). Entries a client writes itself come before theirs and are
- *   never read, so rotating them cannot change the key.
- * - IPv4, and IPv4-mapped IPv6 (`::ffff:192.0.2.1`), as the IPv4 address.
- * - IPv6 by its /64: one subscriber's line or host usually owns a whole /64 (RFC 6177,
- *   RFC 4291 §2.5.1), so keying by the full address would hand one machine 2^64 budgets.
+ * The address a request comes from counts by its key (http/client-address.ts `clientKey`): IPv4
+ * as is, IPv6 by its /64.
  *
  * @see ../shared/spec/oauth-service-spec.md "Limits"
  * @see https://datatracker.ietf.org/doc/html/draft-ietf-httpapi-ratelimit-headers-06 (the header trio)
- * @example app.use(rateLimit({ tokenPaths, tokenByAddress, otherByAddress })); clientAddress(ctx) // '203.0.113.7' or '2001:db8:1:2::/64'
+ * @example app.use(rateLimit({ tokenPaths, tokenByAddress, otherByAddress }));
  */
-import net from 'node:net';
-import ipaddr from 'ipaddr.js';
 import type { Context, Middleware } from 'koa';
 import { retryAfterSeconds } from '../store/limiter.js';
 import type { Limiter, Usage } from '../store/limiter.js';
-import { parseAddress } from './ip-address.js';
-
-/** An IPv4 client as a dual-stack listener sees it: `::ffff:192.0.2.1`. */
-const MAPPED_IPV4 = /^::ffff:(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})$/i;
-const MAPPED = ipaddr.parseCIDR('::ffff:0:0/96');
-
-/** The rate-limit key of one address string (see the module comment); undefined if it is not an IP. */
-export function addressKey(raw: string): string | undefined {
-  const address = raw.trim().replace(/^\[(.*)\](:\d+)?$/, '$1').replace(/%.*$/, '');
-  if (net.isIPv4(address)) return address;
-  const mapped = MAPPED_IPV4.exec(address)?.[1];
-  if (mapped && net.isIPv4(mapped)) return mapped; // the common case, without the general parse below
-  const withoutPort = /^(\d+\.\d+\.\d+\.\d+):\d+$/.exec(address)?.[1];
-  if (withoutPort && net.isIPv4(withoutPort)) return withoutPort;
-  const ip = parseAddress(address);
-  if (!(ip instanceof ipaddr.IPv6)) return undefined;
-  if (ip.match(MAPPED)) return ip.toIPv4Address().toString();
-  return `${ip.parts.slice(0, 4).map((part) => part.toString(16)).join(':')}::/64`;
-}
-
-/**
- * The key for the request's address. A forwarded entry that is not an address (a proxy
- * misconfiguration) falls back to the socket's peer: requests then share the proxy's budget,
- * which limits too much rather than too little.
- */
-export function clientAddress(ctx: Context): string {
-  const state = ctx.state as { [ADDRESS]?: string };
-  if (state[ADDRESS] !== undefined) return state[ADDRESS]; // the access log and the rate limits both ask
-  const peer = ctx.req.socket.remoteAddress ?? '';
-  return (state[ADDRESS] = addressKey(ctx.ip) ?? addressKey(peer) ?? (peer || 'unknown'));
-}
-
-const ADDRESS = Symbol('client address');
+import { clientKey } from './client-address.js';
 
 export interface RateLimits {
   /** Paths that issue tokens: the token budget instead of the general one. */
@@ -125,7 +85,7 @@ type Deferred = { [DEFERRED]?: Limiter };
  */
 export function rateLimit(limits: RateLimits): Middleware {
   return async (ctx, next) => {
-    const address = clientAddress(ctx);
+    const address = clientKey(ctx);
     // An address already refused until its window ends is refused below at once, without
     // reading its form or asking the store (store/limiter.ts `holdRefusals`).
     if (limits.tokenPaths.has(ctx.path) && ctx.method === 'POST' && !limits.tokenByAddress.refusedHere(address)
@@ -171,7 +131,7 @@ export function tokenAdmission(tokenByClient: Limiter): ClientAdmission {
     const byAddress = state[DEFERRED];
     state[DEFERRED] = undefined;
     const [address, client] = await Promise.all([
-      byAddress ? take(byAddress, clientAddress(ctx)) : undefined,
+      byAddress ? take(byAddress, clientKey(ctx)) : undefined,
       clientId === undefined ? undefined : take(tokenByClient, clientId),
     ]);
     if (address && !admit(ctx, address)) {

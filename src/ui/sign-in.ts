@@ -14,7 +14,7 @@ import type { LoginGuard } from '../accounts/login-guard.js';
 import type { LoginCheck, User, UserStore } from '../accounts/user-store.js';
 import { ANONYMOUS, requestContext, userActor } from '../audit/audit-log.js';
 import type { AuditLog } from '../audit/audit-log.js';
-import { clientAddress } from '../http/rate-limit.js';
+import { clientKey } from '../http/client-address.js';
 import { renewCsrf } from './csrf.js';
 
 const WRONG_CREDENTIALS = 'Incorrect username or password.';
@@ -71,7 +71,7 @@ const tooManyFailures = (seconds: number) => `Too many failed sign-in attempts. 
 export async function signIn(ctx: Context, deps: SignInDependencies, place: SignInPlace, username: string, password: string): Promise<SignInOutcome> {
   const seen: { check?: LoginCheck } = {};
   const device = trustedDevice(ctx.cookies.get(deviceCookie(ctx), { signed: true }), username);
-  const result = await deps.guard.attempt({ username, address: clientAddress(ctx), device }, async () => {
+  const result = await deps.guard.attempt({ username, address: clientKey(ctx), device }, async () => {
     const check = seen.check = await deps.users.checkLogin(username, password);
     return check.outcome === 'accepted' ? check.user : undefined;
   });

@@ -1,6 +1,6 @@
-/** The address key of the rate limits and the login guard: IPv4 as is, IPv6 by its /64. */
+/** A request's address written one way (the audit trail, the access log), and its key for the rate limits and the login guard: IPv4 as is, IPv6 by its /64. */
 import { describe, expect, test } from '@jest/globals';
-import { addressKey } from '../../src/http/rate-limit.js';
+import { addressKey, normalAddress } from '../../src/http/client-address.js';
 
 describe('addressKey', () => {
   test.each([
@@ -33,5 +33,22 @@ describe('addressKey', () => {
 
   test.each(['', 'unknown', '999.1.1.1', 'example.com', '1.2.3', '2001:db8::g'])('%p is not an address', (raw) => {
     expect(addressKey(raw)).toBeUndefined();
+  });
+});
+
+describe('normalAddress', () => {
+  test.each([
+    ['203.0.113.7', '203.0.113.7'],
+    ['203.0.113.7:51234', '203.0.113.7'],
+    ['::ffff:203.0.113.7', '203.0.113.7'],
+    ['2001:0db8:0001:0002:0000:0000:0000:0007', '2001:db8:1:2::7'],
+    ['[2001:db8:1:2::7]:8443', '2001:db8:1:2::7'],
+    ['fe80::1%eth0', 'fe80::1'],
+  ])('%s → %s, the address itself', (raw, address) => {
+    expect(normalAddress(raw)).toBe(address);
+  });
+
+  test.each(['', 'unknown', 'example.com'])('%p is not an address', (raw) => {
+    expect(normalAddress(raw)).toBeUndefined();
   });
 });

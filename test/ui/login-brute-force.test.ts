@@ -124,4 +124,19 @@ describe('login brute force (default rules)', () => {
     const colleagues = browserAt(office);
     expect((await colleagues.submit(await loginPage(colleagues), '/login', { username: colleague.username, password: colleague.password })).body).toContain('id="approve"');
   }, 120_000);
+
+  test('the audit row keeps the address itself, written one way; the guard counts an IPv6 address by its /64', async () => {
+    const bob = await createUser(t);
+    const browser = browserAt('2001:0db8:0001:0002:0000:0000:0000:0007');
+    const failed = await fail(browser, await loginPage(browser), bob.username, 1);
+    expect(errorText(failed)).toBe('Incorrect username or password.');
+    const row = await t.app.db.prisma.auditEvent.findFirstOrThrow({ where: { event: 'login.failed', detail: { path: ['username'], equals: bob.username } } });
+    expect(row.address).toBe('2001:db8:1:2::7');
+    // Four more from elsewhere in that /64 are the same address to the guard: the sixth is refused.
+    const neighbour = browserAt('2001:db8:1:2:ffff::9');
+    const sixth = await fail(neighbour, await loginPage(neighbour), bob.username, 5);
+    expect(errorText(sixth)).toMatch(/Too many failed sign-in attempts/);
+    expect((await t.app.db.prisma.auditEvent.findMany({ where: { detail: { path: ['username'], equals: bob.username } } })).map((r) => r.address))
+      .toContain('2001:db8:1:2:ffff::9');
+  });
 });
