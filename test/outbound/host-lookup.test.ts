@@ -159,5 +159,5 @@ describe('a flood of unresolvable client_id URLs', () => {
     expect(policies.documents.lookup.inFlight).toBe(0);
     // 1,800 fetches later, the heap is where it was after the first few hundred (noise aside).
     expect(median(heaps.slice(-5)) - median(heaps.slice(2, 7))).toBeLessThan(12 * 1024 * 1024);
-  }, 60_000);
+  }, 180_000); // 15 floods of 120 fetches: roomy, as a loaded machine slows each (it asserts no speed)
 });
