@@ -60,7 +60,7 @@ const refused = (error: unknown) => causeCode(error) === 'ECONNREFUSED';
 const reset = (error: unknown) => ['ECONNRESET', 'UND_ERR_SOCKET'].includes(causeCode(error) ?? '');
 
 describe('SIGTERM under load', () => {
-  const service = signalledService(USER, { SHUTDOWN_DELAY_MS: '600' }, EXCHANGES + HANG_UPS);
+  const service = signalledService(USER, { SHUTDOWN_DELAY_MS: '2000' }, EXCHANGES + HANG_UPS); // room for the balancer's 50 ms polls on a loaded machine
 
   test('readiness turns 503 first; no in-flight request fails; pools close last', async () => {
     const { database, instance, client, accessToken, codes } = service;
