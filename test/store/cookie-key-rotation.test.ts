@@ -76,9 +76,12 @@ describe('COOKIE_KEYS rotation on two instances', () => {
   }
   const working = { login: 'code', settings: 'signed in', applications: 'signed in' };
 
-  /** A browser signed in everywhere on `t`. */
+  /**
+   * A browser signed in everywhere on `t`. Both instances answer as BASE_URL (one balancer in
+   * front of them): this browser's requests to it, redirects included, reach `t`.
+   */
   async function signedInBrowser(t: TestApp): Promise<Browser> {
-    const browser = new Browser(t.baseUrl);
+    const browser = new Browser(t.env.BASE_URL!, { origin: t.baseUrl, headers: {} });
     expect((await browser.authorize(client, user)).searchParams.get('code')).toBeTruthy();
     await signInOnSettingsPage(browser, client);
     await signInOnApplicationsPage(browser, user);
