@@ -30,6 +30,17 @@ export interface ForwardingProxy {
   headers: Record<string, string>;
 }
 
+/** Instances that answer as another origin (their BASE_URL, shared as behind one balancer), by their own origin. */
+const answersAs = new Map<string, string>();
+
+/**
+ * `instanceUrl` answers as `publicUrl` (its BASE_URL): a browser of that instance follows the
+ * redirects to `publicUrl` to the instance itself, as a balancer that keeps it on one instance would.
+ */
+export function instanceAnswersAs(instanceUrl: string, publicUrl: string): void {
+  answersAs.set(new URL(instanceUrl).origin, new URL(publicUrl).origin);
+}
+
 export class Browser {
   private cookies: Cookie[] = [];
 
@@ -80,7 +91,14 @@ export class Browser {
     const res = await fetch(proxied ? new URL(`${url.pathname}${url.search}`, this.proxy!.origin) : url, { method: init.method ?? (body ? 'POST' : 'GET'), headers, body, redirect: 'manual' });
     this.store(url, res.headers);
     const location = res.headers.get('location') ?? undefined;
-    return { status: res.status, location: location && new URL(location, url).toString(), body: await res.text(), headers: res.headers };
+    return { status: res.status, location: location && this.onThisInstance(new URL(location, url).toString()), body: await res.text(), headers: res.headers };
+  }
+
+  /** A redirect to the public origin this browser's instance answers as, taken to the instance itself. */
+  private onThisInstance(location: string): string {
+    const own = new URL(this.baseUrl).origin;
+    const publicOrigin = answersAs.get(own);
+    return publicOrigin && publicOrigin !== own && location.startsWith(`${publicOrigin}/`) ? `${own}${location.slice(publicOrigin.length)}` : location;
   }
 
   /** Follows redirects within the service; stops at the first page or at a redirect leaving it. */

@@ -16,6 +16,7 @@ import type { Config } from '../../src/config.js';
 import { copyMigratedPglite } from './migrated-templates.js';
 import { createTestDatabase, deleteRedisKeys, dropDatabase, freePort, REDIS_URL, tempDataDir, testRedisPrefix } from './services.js';
 import { fixtureJwksFile } from './fixture-keys.js';
+import { instanceAnswersAs } from './browser.js';
 
 export type Mode = 'postgres' | 'embedded';
 
@@ -107,5 +108,6 @@ export async function startTestApp(options: StartOptions = {}): Promise<TestApp>
 export async function secondInstance(a: TestApp, env: Record<string, string> = {}): Promise<TestApp> {
   const port = await freePort();
   const b = await startTestApp({ reuse: { ...a.env, PORT: String(port), ...env } });
+  instanceAnswersAs(`http://localhost:${port}`, b.env.BASE_URL!);
   return { ...b, baseUrl: `http://localhost:${port}`, close: () => b.close({ keepData: true }) };
 }
