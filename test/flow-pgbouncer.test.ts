@@ -6,6 +6,7 @@
  * → consent → token → userinfo → refresh → introspect → revoke, and the webhooks they raise.
  */
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
+import { READY_CACHE_MS } from '../src/http/health.js';
 import { isStoreFailure } from '../src/store/store-failure.js';
 import { Browser } from './helpers/browser.js';
 import { basicAuth, createUser, postForm, registerClient, tokenRequest, userinfo } from './helpers/fixtures.js';
@@ -87,7 +88,12 @@ describeWith(PGBOUNCER)('the service through PgBouncer (transaction mode)', () =
     expect(token.status).toBe(503);
     expect(token.body.error).toBe('temporarily_unavailable');
     expect(Number(token.headers.get('retry-after'))).toBeGreaterThan(0);
-    const ready = await fetch(`${t.baseUrl}/healthz/ready`);
+    // Readiness answers from a check at most READY_CACHE_MS old: the next one sees the pooler gone.
+    let ready = await fetch(`${t.baseUrl}/healthz/ready`);
+    for (const until = Date.now() + READY_CACHE_MS + 5000; ready.status === 200 && Date.now() < until;) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      ready = await fetch(`${t.baseUrl}/healthz/ready`);
+    }
     expect(ready.status).toBe(503);
     expect(await ready.json()).toEqual({ status: 'unavailable', failing: ['database'], details: { database: 'pgbouncer (DATABASE_URL) refuses connections' } });
     // What was logged meanwhile (the webhook worker's polls) is the store's failure, nothing else.
