@@ -40,9 +40,16 @@ describe('two instances on one PostgreSQL and one Redis', () => {
 
   const exchange = async (code: { on: TestApp; secret: string }, client: TestClient, user: Awaited<ReturnType<typeof createUser>>) =>
     tokenRequest(code.on, { code: await obtainCode(code.on === a ? b.baseUrl : a.baseUrl, client, user), client_id: client.client_id, client_secret: code.secret });
-  /** Codes for `count` later exchanges, taken now: at a set moment, an exchange is then one request. */
-  const codesFor = (client: TestClient, user: Awaited<ReturnType<typeof createUser>>, count: number) =>
-    Promise.all(Array.from({ length: count }, (_, i) => obtainCode([a, b][i % 2]!.baseUrl, client, user)));
+  /**
+   * Codes for `count` later exchanges, taken now: at a set moment, an exchange is then one request.
+   * One sign-in at a time: the login guard counts a user's sign-ins in flight from one address
+   * before it checks them, so more than its free failures at once would be slowed.
+   */
+  async function codesFor(client: TestClient, user: Awaited<ReturnType<typeof createUser>>, count: number): Promise<string[]> {
+    const codes: string[] = [];
+    for (let i = 0; i < count; i += 1) codes.push(await obtainCode([a, b][i % 2]!.baseUrl, client, user));
+    return codes;
+  }
   const redeem = (on: TestApp, code: string, client: TestClient, secret: string) => tokenRequest(on, { code, client_id: client.client_id, client_secret: secret });
 
   test('a rotation with a grace under traffic: zero failed requests; the old secret works on both until the grace ends, then invalid_client on both', async () => {
