@@ -16,6 +16,7 @@ import type { User, UserStore } from '../accounts/user-store.js';
 import type { LoginGuard } from '../accounts/login-guard.js';
 import { ANONYMOUS, requestContext, userActor } from '../audit/audit-log.js';
 import type { AuditLog } from '../audit/audit-log.js';
+import { currentState } from '../store/request-state.js';
 import type { ConsentRequest, ConsentView } from './consent-view.js';
 import { checkCsrf, csrfToken } from './csrf.js';
 import { field } from './form.js';
@@ -118,7 +119,12 @@ export function interactionRoutes({ provider, users, findUser, guard, audit, vie
     }
     const savedGrantId = await grant.save();
     const fields = { user: grant.accountId, client: grant.clientId, detail: { scope: grant.getOIDCScope() } };
-    await audit.record('consent.granted', fields, requestContext(ctx, userActor(grant.accountId!)));
+    // The row goes with the grant it records: the grant's save waits in the request's writes
+    // (oidc/adapter.ts), and so does the row, so both are stored or neither.
+    const state = currentState();
+    const context = requestContext(ctx, userActor(grant.accountId!));
+    if (state) audit.add(state.writes, 'consent.granted', fields, context);
+    else await audit.record('consent.granted', fields, context);
     await finish(ctx, { consent: { grantId: savedGrantId } }, true);
   });
 
