@@ -10,6 +10,7 @@
 const LAYERS = [
   ['config.ts', 'config', 'errors.ts', 'generated'],
   ['store'],
+  ['keys'],
   ['accounts'],
   ['http'],
   ['outbound'],

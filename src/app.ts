@@ -41,7 +41,7 @@ import { createWriteSender } from './store/write-sender.js';
 import { createLimiterFactory } from './store/limiter.js';
 import { migrate } from './store/migrate.js';
 import { connectRedis, redisState, redisTarget } from './store/redis.js';
-import { loadKeys } from './store/keys.js';
+import { loadCookieKeys } from './store/cookie-keys.js';
 import { createAdapterFactory, postgresAdapters } from './oidc/adapter.js';
 import { createAuthorizedApps } from './oidc/authorized-apps.js';
 import { clientKeys, keySetFetch } from './oidc/client-keys.js';
@@ -153,7 +153,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   // Counted only with METRICS_PORT: only then is prom-client loaded (ops/metrics.ts).
   const metrics: Metrics = config.metricsPort === undefined ? NO_METRICS : (await import('./ops/prometheus-metrics.js')).prometheusMetrics({ db, redis });
   const memory = redis ? undefined : memoryAdapters();
-  const keys = loadKeys(config);
+  const keys = loadCookieKeys(config);
   // Store failures become 503s; a hung store is not waited on twice (store/store-failure.ts).
   // Redis has one breaker: its sessions, interactions and counters alike.
   const guards = { durable: storeGuard('database'), shortLived: storeGuard('redis', HUNG_PAUSE_MS, config.timeouts.redisCommandMs) };

@@ -11,12 +11,12 @@ import fs from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../config.js';
 import type { Config } from '../config.js';
-import { retireAfterMs, minimumPublishAheadMs, stateAt } from '../oidc/key-schedule.js';
-import { newSigningKey } from '../oidc/key-seed.js';
-import { keyEncryption } from '../store/key-encryption.js';
-import { generateSigningKey } from '../store/keys.js';
-import { signingKeyStore } from '../store/signing-keys.js';
-import type { StoredKey } from '../store/signing-keys.js';
+import { retireAfterMs, minimumPublishAheadMs, stateAt } from '../keys/key-schedule.js';
+import { newSigningKey } from '../keys/key-seed.js';
+import { keyEncryption } from '../keys/key-encryption.js';
+import { generateSigningKey } from '../keys/key-seed.js';
+import { signingKeyStore } from '../keys/signing-keys.js';
+import type { StoredKey } from '../keys/signing-keys.js';
 import { operatorAudit, withDatabase } from './admin.js';
 import { formatGrace, parseGrace } from '../config/durations.js';
 import { ArgumentError, parse, UsageError } from './args.js';
@@ -28,7 +28,7 @@ const DEFAULT_PUBLISH_AHEAD = '1h';
 
 /**
  * `--publish-ahead`: written as a grace is (config/durations.ts: `90s`, `30m`, `1h`, `7d`, at most
- * 30 days), and at least two reads of every instance (oidc/key-schedule.ts).
+ * 30 days), and at least two reads of every instance (keys/key-schedule.ts).
  */
 function publishAheadMs(value: string, config: Config): number {
   const ms = parseGrace(value);

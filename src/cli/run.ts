@@ -30,7 +30,7 @@ import type { CliIo, CliOutput, Verb, VerbTable } from './verb.js';
 import { ConfigError } from '../config.js';
 import { DatabaseInUseError } from '../store/embedded-postgres.js';
 import { ResourceInputError } from '../config/resources.js';
-import { KeyRotationError } from '../store/signing-keys.js';
+import { KeyRotationError } from '../keys/signing-keys.js';
 
 const VERBS: VerbTable = { ...USER_VERBS, ...CLIENT_VERBS, ...RESOURCE_VERBS, ...TOKEN_VERBS, ...AUDIT_VERBS, ...SETUP_VERBS, ...KEY_VERBS };
 

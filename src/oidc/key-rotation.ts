@@ -7,9 +7,9 @@
  * middleware in app.ts's chain. Constructing one takes about a millisecond.
  *
  * - The key table is read at start and every KEYS_POLL_INTERVAL_MS, on the database's clock
- *   (oidc/key-reader.ts).
+ *   (keys/key-reader.ts).
  * - From what was read, a provider is built ahead for each moment the published set changes
- *   (a `next` key's `currentAt`, a retiring key's `retiredAt`: oidc/key-schedule.ts), and each
+ *   (a `next` key's `currentAt`, a retiring key's `retiredAt`: keys/key-schedule.ts), and each
  *   request is served by the provider of the moment it arrives. So every instance switches at
  *   the stored instant, not at its next read.
  * - The composition root registers its listeners on the first provider (`front`), and its pages
@@ -28,12 +28,12 @@ import type { AuditLog } from '../audit/audit-log.js';
 import type { Config } from '../config.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import type { Logger } from '../ops/logger.js';
-import { keyEncryption } from '../store/key-encryption.js';
-import { signingKeyStore } from '../store/signing-keys.js';
-import { keyReader } from './key-reader.js';
-import type { OpenKey } from './key-reader.js';
-import { jwksFileKeys, seedRows, seedSource } from './key-seed.js';
-import { changesAfter, publishedAt, retireAfterMs, stateAt } from './key-schedule.js';
+import { keyEncryption } from '../keys/key-encryption.js';
+import { signingKeyStore } from '../keys/signing-keys.js';
+import { keyReader } from '../keys/key-reader.js';
+import type { OpenKey } from '../keys/key-reader.js';
+import { jwksFileKeys, seedRows, seedSource } from '../keys/key-seed.js';
+import { changesAfter, publishedAt, retireAfterMs, stateAt } from '../keys/key-schedule.js';
 import { servedByMoment } from './provider.js';
 import type { Jwks } from './provider.js';
 

@@ -22,7 +22,7 @@ import { allowDocumentClient, oneFetchPerRequest } from '../clients/metadata-doc
 import { CLIENT_AUTH_ALGORITHMS } from '../clients/registered-keys.js';
 import type { Config } from '../config.js';
 import type { Logger } from '../ops/logger.js';
-import type { Keys } from '../store/keys.js';
+import type { CookieKeys } from '../store/cookie-keys.js';
 import { metadataDigests, PREVIOUS_SECRET_METADATA } from './adapter.js';
 import type { AdapterFor } from './adapter.js';
 import { assertionClaimsCheck, CLOCK_SKEW_SECONDS } from './client-assertions.js';
@@ -33,7 +33,7 @@ import { interactionPath, REGISTRATION_PATH, ROUTES } from './routes.js';
 
 export interface ProviderDependencies {
   config: Config;
-  keys: Keys;
+  keys: CookieKeys;
   /** The signing keys in force, the signing one first (oidc/key-rotation.ts). */
   jwks: Jwks;
   adapters: AdapterFor;

@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { keyEncryption } from '../../src/store/key-encryption.js';
+import { keyEncryption } from '../../src/keys/key-encryption.js';
 import { expectCleanFailure, expectSuccess, runCli } from '../helpers/cli.js';
 import { createTestDatabase, tempDataDir } from '../helpers/services.js';
 import type { TestDatabase } from '../helpers/services.js';

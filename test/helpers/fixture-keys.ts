@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { generateSigningKey } from '../../src/store/keys.js';
+import { generateSigningKey } from '../../src/keys/key-seed.js';
 
 const FILE = path.join(os.tmpdir(), 'oauth-test-signing-key.json');
 

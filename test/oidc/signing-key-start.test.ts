@@ -1,5 +1,5 @@
 /**
- * Where the signing keys come from when the service starts (src/oidc/key-seed.ts,
+ * Where the signing keys come from when the service starts (src/keys/key-seed.ts,
  * src/oidc/key-rotation.ts): JWKS_FILE seeds an empty key table, its first RS256 key signing and
  * the others published until they retire; a later JWKS_FILE that differs is reported, not used;
  * a JWKS_FILE the provider could not use, or a KEYS_ENCRYPTION_KEY other than the one the keys
@@ -14,7 +14,7 @@ import { calculateJwkThumbprint, createLocalJWKSet, jwtVerify } from 'jose';
 import type { JWK } from 'jose';
 import pg from 'pg';
 import { ConfigError } from '../../src/config.js';
-import { stateAt } from '../../src/oidc/key-schedule.js';
+import { stateAt } from '../../src/keys/key-schedule.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { startError } from '../helpers/app-start.js';
 import { buildDist } from '../helpers/build.js';

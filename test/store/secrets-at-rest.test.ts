@@ -11,7 +11,7 @@ import argon2 from 'argon2';
 import { Redis } from 'ioredis';
 import { Browser } from '../helpers/browser.js';
 import { createUser, registerClient, tokenRequest } from '../helpers/fixtures.js';
-import { keyEncryption } from '../../src/store/key-encryption.js';
+import { keyEncryption } from '../../src/keys/key-encryption.js';
 import { REDIS_URL } from '../helpers/services.js';
 import { startTestApp } from '../helpers/test-app.js';
 import type { TestApp } from '../helpers/test-app.js';

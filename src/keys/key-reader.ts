@@ -7,8 +7,8 @@
  * @example const reader = keyReader(store, seal); const keys = await reader.read(); publishedAt(keys, reader.clock());
  */
 import type { JsonWebKey } from 'node:crypto';
-import type { KeyEncryption } from '../store/key-encryption.js';
-import type { SigningKeyStore, StoredKey } from '../store/signing-keys.js';
+import type { KeyEncryption } from './key-encryption.js';
+import type { SigningKeyStore, StoredKey } from './signing-keys.js';
 import type { ScheduledKey } from './key-schedule.js';
 
 export interface OpenKey extends ScheduledKey, Pick<StoredKey, 'alg' | 'publicJwk'> {

@@ -8,13 +8,27 @@
  *
  * @see docs/signing-keys.md "Seeding"
  */
-import { createHash, createPrivateKey, createPublicKey, sign, verify } from 'node:crypto';
+import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, randomUUID, sign, verify } from 'node:crypto';
 import type { JsonWebKey } from 'node:crypto';
 import fs from 'node:fs';
 import { ConfigError } from '../config.js';
 import type { Config } from '../config.js';
-import { generateSigningKey, jwksFromDataDir } from '../store/keys.js';
-import type { NewKey } from '../store/signing-keys.js';
+import { keysFile } from '../store/cookie-keys.js';
+import type { NewKey } from './signing-keys.js';
+
+/** A fresh RS256 signing key as a private JWK. */
+export function generateSigningKey(): JsonWebKey {
+  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  return { ...privateKey.export({ format: 'jwk' }), kid: randomUUID(), alg: 'RS256', use: 'sig' };
+}
+
+/** The private JWKS an earlier version generated into DATA_DIR/keys.json, if there is one. */
+export function jwksFromDataDir(dataDir: string): { file: string; jwks: unknown } | undefined {
+  const file = keysFile(dataDir);
+  if (!fs.existsSync(file)) return undefined;
+  const { jwks } = JSON.parse(fs.readFileSync(file, 'utf8')) as { jwks?: unknown };
+  return jwks === undefined ? undefined : { file, jwks };
+}
 
 /** The algorithms a stored key may carry: the provider's (provider.ts ASYMMETRIC), by key type. */
 const ALGORITHMS: Record<string, (jwk: JsonWebKey) => string[]> = {
@@ -79,7 +93,7 @@ export function seedKeysOf(jwks: unknown, variable: string, where: string): Seed
   return checked;
 }
 
-/** A fresh RS256 key (store/keys.ts generates it), with its public part. */
+/** A fresh RS256 key ({@link generateSigningKey}), with its public part. */
 export const newSigningKey = (): SeedKey => seedKey(generateSigningKey(), 0, 'JWKS_FILE', 'a generated key');
 
 /** JWKS_FILE's keys, or undefined when it is unset. A file that cannot be read or used stops start-up. */

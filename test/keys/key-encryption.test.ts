@@ -1,5 +1,5 @@
 /**
- * The seal on the signing keys' private parts (src/store/key-encryption.ts): AES-256-GCM under
+ * The seal on the signing keys' private parts (src/keys/key-encryption.ts): AES-256-GCM under
  * KEYS_ENCRYPTION_KEY, or a key generated once into DATA_DIR; a wrong key, a sealed key moved to
  * another row, and damage are each a ConfigError naming KEYS_ENCRYPTION_KEY; nothing of the
  * private key shows in what is stored.
@@ -8,8 +8,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, test } from '@jest/globals';
 import { loadConfig } from '../../src/config.js';
-import { keyEncryption } from '../../src/store/key-encryption.js';
-import { generateSigningKey } from '../../src/store/keys.js';
+import { keyEncryption } from '../../src/keys/key-encryption.js';
+import { generateSigningKey } from '../../src/keys/key-seed.js';
 import { configErrorOf } from '../helpers/config-error.js';
 import { tempDataDir } from '../helpers/services.js';
 

@@ -1,12 +1,12 @@
 /**
- * A signing key's state from its stored times and the clock (src/oidc/key-schedule.ts): what is
+ * A signing key's state from its stored times and the clock (src/keys/key-schedule.ts): what is
  * published and what signs at each moment of a rotation, when that changes, and the windows
  * computed from configuration.
  */
 import { describe, expect, test } from '@jest/globals';
 import { loadConfig } from '../../src/config.js';
-import { changesAfter, minimumPublishAheadMs, publishedAt, retireAfterMs, stateAt } from '../../src/oidc/key-schedule.js';
-import type { ScheduledKey } from '../../src/oidc/key-schedule.js';
+import { changesAfter, minimumPublishAheadMs, publishedAt, retireAfterMs, stateAt } from '../../src/keys/key-schedule.js';
+import type { ScheduledKey } from '../../src/keys/key-schedule.js';
 
 const at = (second: number) => new Date(Date.UTC(2026, 10, 27, 10, 0, second));
 const key = (kid: string, current: number, retiring?: number, retired?: number): ScheduledKey => ({

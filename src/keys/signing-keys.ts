@@ -20,7 +20,7 @@ export interface StoredKey {
   readonly kid: string;
   readonly alg: string;
   readonly publicJwk: JsonWebKey;
-  /** The private JWK, sealed (store/key-encryption.ts); null once retired and erased. */
+  /** The private JWK, sealed (keys/key-encryption.ts); null once retired and erased. */
   readonly sealed: string | null;
   readonly createdAt: Date;
   readonly currentAt: Date;
