@@ -12,7 +12,7 @@ import type Provider from 'oidc-provider';
 import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
 import { specErrorCode, specStatus } from './errors.js';
-import { createLoginGuard } from './accounts/login-guard.js';
+import { countingOutcomes, createLoginGuard } from './accounts/login-guard.js';
 import { createUserStore } from './accounts/user-store.js';
 import type { UserStore } from './accounts/user-store.js';
 import { createAuditLog } from './audit/audit-log.js';
@@ -20,7 +20,7 @@ import { createClientStore } from './clients/client-store.js';
 import type { ClientStore } from './clients/client-store.js';
 import { createClientSettings } from './clients/client-settings.js';
 import { createSecretCheck, isWellFormedClientId } from './clients/credentials.js';
-import { dynamicRegistration } from './clients/dynamic-registration.js';
+import { dynamicRegistration } from './ui/dynamic-registration.js';
 import { registrationLock } from './clients/registration-lock.js';
 import { deleteIdleClients } from './clients/idle-clients.js';
 import { isMetadataDocumentClientId, metadataFetchDetail, metadataFetchReason } from './clients/metadata-document.js';
@@ -38,7 +38,7 @@ import { HUNG_PAUSE_MS, storeGuard } from './store/store-failure.js';
 import { createHotReads } from './store/hot-reads.js';
 import { requestState } from './store/request-state.js';
 import { createWriteSender } from './store/write-sender.js';
-import { createLimiterFactory } from './store/limiter.js';
+import { countingRefusals, createLimiterFactory } from './store/limiter.js';
 import { migrate } from './store/migrate.js';
 import { connectRedis, redisState, redisTarget } from './store/redis.js';
 import { loadCookieKeys } from './store/cookie-keys.js';
@@ -151,7 +151,15 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     throw error;
   }
   // Counted only with METRICS_PORT: only then is prom-client loaded (ops/metrics.ts).
-  const metrics: Metrics = config.metricsPort === undefined ? NO_METRICS : (await import('./ops/prometheus-metrics.js')).prometheusMetrics({ db, redis });
+  const metrics: Metrics = config.metricsPort === undefined ? NO_METRICS : (await import('./ops/prometheus-metrics.js')).prometheusMetrics({
+    // One indexed aggregate over the pending deliveries (index status, next_attempt_at), on scrape.
+    pendingDeliveries: async () => {
+      const row = await db.prisma.webhookDelivery.aggregate({ where: { status: 'pending' }, _count: { _all: true }, _min: { createdAt: true } });
+      return { pending: row._count._all, oldest: row._min.createdAt };
+    },
+    poolState: db.poolState,
+    redisConnected: redis && (() => redis.status === 'ready'),
+  });
   const memory = redis ? undefined : memoryAdapters();
   const keys = loadCookieKeys(config);
   // Store failures become 503s; a hung store is not waited on twice (store/store-failure.ts).
@@ -168,7 +176,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   const clients = createClientStore(db.prisma, audit);
   const views = createViews();
   // Spec "Limits": counters in Redis (shared by every instance) or in this process; window 60 s.
-  const limiter = metrics.countRefusals(createLimiterFactory(redis && { redis, keyPrefix: `${config.redisKeyPrefix}rl:`, guard: guards.shortLived }));
+  const limiter = countingRefusals(createLimiterFactory(redis && { redis, keyPrefix: `${config.redisKeyPrefix}rl:`, guard: guards.shortLived }), metrics.refused);
   const limits = {
     tokenPaths: new Set(TOKEN_ISSUING_PATHS),
     // Address budgets are only ever consumed: a refused address is refused here until its window ends.
@@ -176,7 +184,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     otherByAddress: limiter('address', config.rateLimitPerMinute, 60, { holdRefusals: true }),
   };
   const tokenByClient = limiter('token-client', config.tokenRateLimitPerMinute, 60);
-  const guard = metrics.countLogins(createLoginGuard(limiter));
+  const guard = countingOutcomes(createLoginGuard(limiter), metrics.loginAttempted);
   const respondError = createErrorResponder(views, new Set([ROUTES.token, ROUTES.userinfo, ROUTES.revocation, ROUTES.introspection, WEBHOOKS_PATH]));
   const clock = () => new Date();
   // One client secret check for the provider, the settings page and the webhooks API (the previous secret in its grace too).

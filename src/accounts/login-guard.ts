@@ -56,6 +56,17 @@ export interface LoginGuard {
   attempt<T>(who: LoginAttempter, verify: () => Promise<T | null | undefined>): Promise<LoginAttempt<T>>;
 }
 
+/** `guard`, each attempt's outcome (success, failure, blocked) told to `counted`: the metrics count them. */
+export function countingOutcomes(guard: LoginGuard, counted: (outcome: LoginAttempt<unknown>['outcome']) => void): LoginGuard {
+  return {
+    async attempt(who, verify) {
+      const result = await guard.attempt(who, verify);
+      counted(result.outcome);
+      return result;
+    },
+  };
+}
+
 /** A username as the guard keys it: bounded and opaque whatever it holds. */
 const usernameTag = (username: string) => createHash('sha256').update(normalizeUsername(username)).digest('base64url').slice(0, 22);
 

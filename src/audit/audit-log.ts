@@ -15,9 +15,7 @@
  *
  * @example await audit.within((write) => prisma.$transaction(async (tx) => { …; await write(tx, 'user.enabled', { user: id }, context); }));
  */
-import type { Context } from 'koa';
 import type { Prisma } from '../generated/prisma/client.js';
-import { clientAddress } from '../http/client-address.js';
 import { Writes } from '../store/request-state.js';
 import type { AuditValues } from '../store/request-state.js';
 import type { WriteSender } from '../store/write-sender.js';
@@ -43,16 +41,6 @@ export interface AuditContext {
   readonly requestId?: string | undefined;
   /** Merged into each row's detail (the CLI's `os_user`). */
   readonly detail?: Readonly<Record<string, unknown>>;
-}
-
-/**
- * The audit context of an HTTP request: who acted, and the address and request id the access
- * log writes for the same request, so an audit row leads to the request's log lines.
- *
- * @example await audit.record('consent.granted', { user, client }, requestContext(ctx, userActor(user)));
- */
-export function requestContext(ctx: Context, actor: string): AuditContext {
-  return { actor, address: clientAddress(ctx), requestId: (ctx.state as { requestId?: string }).requestId };
 }
 
 /** What one event is about. */

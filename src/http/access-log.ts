@@ -39,6 +39,7 @@ import type { Context, Middleware } from 'koa';
 import type { Logger } from 'pino';
 import proxyAddr from 'proxy-addr';
 import type { ProxyTrust } from '../config.js';
+import type { RequestOutcome } from '../ops/metrics.js';
 import { clientAddress } from './client-address.js';
 
 /** Whether the peer at position `i` (0: the socket's, then X-Forwarded-For from the right) is a proxy we trust. */
@@ -122,13 +123,6 @@ export function clientIdOf(ctx: Context): string | undefined {
   return typeof known === 'string' ? known : undefined;
 }
 
-export interface RequestOutcome {
-  method: string;
-  route: string;
-  status: number;
-  durationMs: number;
-  clientId: string | undefined;
-}
 
 export interface AccessLogOptions {
   logger: Logger;

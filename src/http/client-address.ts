@@ -19,7 +19,7 @@
 import net from 'node:net';
 import ipaddr from 'ipaddr.js';
 import type { Context } from 'koa';
-import { parseAddress } from './ip-address.js';
+import { parseAddress } from '../outbound/ip-address.js';
 
 /** An IPv4 client as a dual-stack listener sees it: `::ffff:192.0.2.1`. */
 const MAPPED_IPV4 = /^::ffff:(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})$/i;

@@ -27,7 +27,8 @@
 import Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import type { AuditEventName } from '../audit/audit-events.js';
-import { clientActor, requestContext, SYSTEM } from '../audit/audit-log.js';
+import { clientActor, SYSTEM } from '../audit/audit-log.js';
+import { requestContext } from '../http/audit-context.js';
 import type { AuditFields, AuditLog } from '../audit/audit-log.js';
 import { useToRecord } from '../clients/client-usage.js';
 import { currentState, Writes } from '../store/request-state.js';

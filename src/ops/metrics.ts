@@ -6,16 +6,25 @@
  *
  * @example const metrics = config.metricsPort === undefined ? NO_METRICS : (await import('./ops/prometheus-metrics.js')).prometheusMetrics({ db, redis });
  */
-import type { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
-import type { LoginGuard } from '../accounts/login-guard.js';
-import type { RequestOutcome } from '../http/access-log.js';
-import type { Database } from '../store/database.js';
-import type { LimiterFactory } from '../store/limiter.js';
 
+/** One answered request, as the access log saw it (http/access-log.ts). */
+export interface RequestOutcome {
+  method: string;
+  route: string;
+  status: number;
+  durationMs: number;
+  clientId: string | undefined;
+}
+
+/** What is read on each scrape; the metrics know nothing of the stores behind it (app.ts wires them). */
 export interface MetricsSources {
-  db: Database;
-  redis: Redis | undefined;
+  /** The webhook deliveries waiting to be sent or retried: how many, and when the oldest was raised. Rejects when the database does not answer. */
+  pendingDeliveries(): Promise<{ pending: number; oldest: Date | null }>;
+  /** The PostgreSQL pool's connections, when there is a pool (not embedded). */
+  poolState?: () => { total: number; idle: number; waiting: number };
+  /** Whether Redis is connected, when there is Redis. */
+  redisConnected?: () => boolean;
 }
 
 export interface Metrics {
@@ -26,10 +35,10 @@ export interface Metrics {
   webhookOutcome(outcome: string): void;
   /** A client authenticated with its previous secret, in the grace after a rotation. */
   previousSecretUsed(clientId: string): void;
-  /** The limiter factory with each refusal counted under the limiter's name (its budget). */
-  countRefusals(factory: LimiterFactory): LimiterFactory;
-  /** The login guard with each attempt's outcome counted: success, failure, blocked. */
-  countLogins(guard: LoginGuard): LoginGuard;
+  /** A request or attempt over a rate-limit budget (store/limiter.ts `countingRefusals`). */
+  refused(budget: string): void;
+  /** A password sign-in's outcome: success, failure, blocked (accounts/login-guard.ts `countingOutcomes`). */
+  loginAttempted(outcome: string): void;
 }
 
 /** Counts nothing. */
@@ -39,6 +48,6 @@ export const NO_METRICS: Metrics = {
   tokenIssued() {},
   webhookOutcome() {},
   previousSecretUsed() {},
-  countRefusals: (factory) => factory,
-  countLogins: (guard) => guard,
+  refused() {},
+  loginAttempted() {},
 };

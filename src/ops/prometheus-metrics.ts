@@ -17,14 +17,14 @@
  * | oauth_redis_connected                               | gauge     | —                           |
  * | process_*, nodejs_* (prom-client defaults)          |           |                             |
  *
- * @example const metrics = prometheusMetrics({ db, redis }); koa.use(accessLog({ …, onResponse: metrics.observeRequest }));
+ * @example const metrics = prometheusMetrics({ pendingDeliveries, poolState }); koa.use(accessLog({ …, onResponse: metrics.observeRequest }));
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Metrics, MetricsSources } from './metrics.js';
 
 const GRANT_TYPES = new Set(['authorization_code', 'refresh_token', 'client_credentials']);
 
-export function prometheusMetrics({ db, redis }: MetricsSources): Metrics & { readonly registry: Registry } {
+export function prometheusMetrics({ pendingDeliveries, poolState, redisConnected }: MetricsSources): Metrics & { readonly registry: Registry } {
   const registry = new Registry();
   const registers = [registry];
   collectDefaultMetrics({ register: registry });
@@ -48,11 +48,10 @@ export function prometheusMetrics({ db, redis }: MetricsSources): Metrics & { re
   // Read on scrape: one indexed aggregate over the pending deliveries (index status, next_attempt_at).
   const outbox = { pending: 0, oldestAgeSeconds: 0, read: undefined as Promise<void> | undefined };
   const readOutbox = () => {
-    outbox.read ??= db.prisma.webhookDelivery
-      .aggregate({ where: { status: 'pending' }, _count: { _all: true }, _min: { createdAt: true } })
-      .then((row) => {
-        outbox.pending = row._count._all;
-        outbox.oldestAgeSeconds = row._min.createdAt ? Math.max((Date.now() - row._min.createdAt.getTime()) / 1000, 0) : 0;
+    outbox.read ??= pendingDeliveries()
+      .then(({ pending, oldest }) => {
+        outbox.pending = pending;
+        outbox.oldestAgeSeconds = oldest ? Math.max((Date.now() - oldest.getTime()) / 1000, 0) : 0;
       }, () => { outbox.pending = Number.NaN; outbox.oldestAgeSeconds = Number.NaN; }) // a store that is down: no number
       .finally(() => { outbox.read = undefined; });
     return outbox.read;
@@ -65,8 +64,7 @@ export function prometheusMetrics({ db, redis }: MetricsSources): Metrics & { re
     name: 'oauth_webhook_outbox_oldest_pending_age_seconds', help: 'Age of the oldest pending webhook delivery; 0 when none is pending.', registers,
     async collect() { await readOutbox(); this.set(outbox.oldestAgeSeconds); },
   });
-  if (db.poolState) {
-    const poolState = db.poolState;
+  if (poolState) {
     new Gauge({
       name: 'oauth_postgres_pool_connections', help: 'PostgreSQL pool connections: total open, idle, and requests waiting for one.', labelNames: ['state'] as const, registers,
       collect() {
@@ -77,10 +75,10 @@ export function prometheusMetrics({ db, redis }: MetricsSources): Metrics & { re
       },
     });
   }
-  if (redis) {
+  if (redisConnected) {
     new Gauge({
       name: 'oauth_redis_connected', help: '1 when the Redis connection is ready, else 0.', registers,
-      collect() { this.set(redis.status === 'ready' ? 1 : 0); },
+      collect() { this.set(redisConnected() ? 1 : 0); },
     });
   }
 
@@ -92,27 +90,7 @@ export function prometheusMetrics({ db, redis }: MetricsSources): Metrics & { re
     tokenIssued: (grantType) => { tokens.inc({ grant_type: GRANT_TYPES.has(grantType) ? grantType : 'other' }); },
     webhookOutcome: (outcome) => { deliveries.inc({ outcome }); },
     previousSecretUsed: (clientId) => { previousSecret.inc({ client_id: clientId }); },
-    countRefusals: (factory) => (name, points, duration, options) => {
-      const limiter = factory(name, points, duration, options);
-      return {
-        points: limiter.points,
-        reward: (key) => limiter.reward(key),
-        block: (key, seconds) => limiter.block(key, seconds),
-        delete: (key) => limiter.delete(key),
-        refusedHere: (key) => limiter.refusedHere(key),
-        async consume(key) {
-          const usage = await limiter.consume(key);
-          if (usage.exceeded) refusals.inc({ budget: name });
-          return usage;
-        },
-      };
-    },
-    countLogins: (guard) => ({
-      async attempt(who, verify) {
-        const result = await guard.attempt(who, verify);
-        logins.inc({ outcome: result.outcome });
-        return result;
-      },
-    }),
+    refused: (budget) => { refusals.inc({ budget }); },
+    loginAttempted: (outcome) => { logins.inc({ outcome }); },
   };
 }

@@ -17,7 +17,7 @@
 import type { LookupAddress, LookupOptions } from 'node:dns';
 import net from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { parseAddress } from '../http/ip-address.js';
+import { parseAddress } from './ip-address.js';
 import type { HostLookup } from './host-lookup.js';
 
 export interface NetworkPolicy {

@@ -75,6 +75,25 @@ export type LimiterStore = { readonly redis: Redis; readonly keyPrefix: string; 
 /** Builds limiters on one store: `limiter(name, points, durationSeconds)`. */
 export type LimiterFactory = (name: string, points: number, duration: number, options?: LimiterOptions) => Limiter;
 
+/** `factory`'s limiters, each refusal told to `counted` with the limiter's name (its budget): the metrics count them. */
+export function countingRefusals(factory: LimiterFactory, counted: (budget: string) => void): LimiterFactory {
+  return (name, points, duration, options) => {
+    const limiter = factory(name, points, duration, options);
+    return {
+      points: limiter.points,
+      reward: (key) => limiter.reward(key),
+      block: (key, seconds) => limiter.block(key, seconds),
+      delete: (key) => limiter.delete(key),
+      refusedHere: (key) => limiter.refusedHere(key),
+      async consume(key) {
+        const usage = await limiter.consume(key);
+        if (usage.exceeded) counted(name);
+        return usage;
+      },
+    };
+  };
+}
+
 /** Refusals held at most; past that, ended windows are dropped, then (a flood of keys) all of them. */
 const HELD_REFUSALS = 10_000;
 

@@ -20,7 +20,8 @@ import { field } from './form.js';
 import { signIn } from './sign-in.js';
 import type { SignInDependencies } from './sign-in.js';
 import type { Views } from './views.js';
-import { requestContext, userActor } from '../audit/audit-log.js';
+import { userActor } from '../audit/audit-log.js';
+import { requestContext } from '../http/audit-context.js';
 
 export const APPLICATIONS_PATH = '/api/applications.php';
 

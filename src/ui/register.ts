@@ -14,13 +14,14 @@ import { ServiceError } from '../errors.js';
 import { noteClient } from '../http/access-log.js';
 import type { ClientStore } from '../clients/client-store.js';
 import { ClientInputError } from '../clients/client-store.js';
-import { isDynamicRegistration } from '../clients/dynamic-registration.js';
+import { isDynamicRegistration } from './dynamic-registration.js';
 import type { RegistrationLock } from '../clients/registration-lock.js';
 import { REGISTRATION_PATH } from '../oidc/routes.js';
 import { checkCsrf, csrfToken } from './csrf.js';
 import { field } from './form.js';
 import type { Views } from './views.js';
-import { ANONYMOUS, requestContext } from '../audit/audit-log.js';
+import { ANONYMOUS } from '../audit/audit-log.js';
+import { requestContext } from '../http/audit-context.js';
 
 export const REGISTER_PATH = REGISTRATION_PATH;
 

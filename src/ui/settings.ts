@@ -24,7 +24,8 @@ import { field } from './form.js';
 import { graceChoices, graceField } from './grace-field.js';
 import { endSettingsSession, readSettingsSession, SETTINGS_PATH, startSettingsSession } from './settings-session.js';
 import type { Views } from './views.js';
-import { clientActor, requestContext } from '../audit/audit-log.js';
+import { clientActor } from '../audit/audit-log.js';
+import { requestContext } from '../http/audit-context.js';
 
 export interface SettingsDependencies {
   findClient: (clientId: string) => Promise<Client | null>;

@@ -27,7 +27,8 @@ import type { WebhookService } from '../webhooks/webhook-service.js';
 import { WebhookInputError } from '../webhooks/webhook-service.js';
 import { endpointView } from '../webhooks/webhook-store.js';
 import type { WebhookDelivery } from '../webhooks/webhook-store.js';
-import { clientActor, requestContext } from '../audit/audit-log.js';
+import { clientActor } from '../audit/audit-log.js';
+import { requestContext } from '../http/audit-context.js';
 import { requireGrace } from '../config/durations.js';
 
 export const WEBHOOKS_PATH = '/api/webhooks.php';

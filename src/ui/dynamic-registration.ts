@@ -9,12 +9,13 @@
  * @see https://www.rfc-editor.org/rfc/rfc7591#section-3
  */
 import type { Context } from 'koa';
-import { ANONYMOUS, requestContext } from '../audit/audit-log.js';
+import { ANONYMOUS } from '../audit/audit-log.js';
+import { requestContext } from '../http/audit-context.js';
 import { ServiceError } from '../errors.js';
 import { noteClient } from '../http/access-log.js';
-import { ClientMetadataError, registeredMetadata } from './client-metadata.js';
-import type { MetadataRules, RegisteredMetadata } from './client-metadata.js';
-import type { ClientStore } from './client-store.js';
+import { ClientMetadataError, registeredMetadata } from '../clients/client-metadata.js';
+import type { MetadataRules, RegisteredMetadata } from '../clients/client-metadata.js';
+import type { ClientStore } from '../clients/client-store.js';
 
 export interface DynamicRegistrationDependencies {
   clients: ClientStore;
