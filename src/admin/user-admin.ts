@@ -82,11 +82,11 @@ export function createUserAdmin({ users, changes, sessions }: { users: UserStore
         const now = new Date();
         const { count } = await tx.user.updateMany({ where: { id: user.id, disabledAt: null }, data: { disabledAt: now, sessionsEndedAt: now } });
         if (count === 0) return { changed: false, revoked: [] };
-        await sessions.within(tx, raise, audit, { accountId: user.id }, 'disabled', context);
         const revoked = await revokeGrants(tx, raise, audit, { accountId: user.id }, context);
         await audit('user.disabled', about(user, { grants_revoked: grantCount(revoked) }), context);
         // Ended, not only refused: enabling the user again does not bring a session back.
         await audit('user.signed_out', about(user, { reason: 'disabled' }), context);
+        await sessions.within(tx, raise, audit, { accountId: user.id }, 'disabled', context); // its grants ended above: this tells the applications
         return { changed: true, revoked };
       }).finally(() => sessions.wake());
     },

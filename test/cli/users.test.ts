@@ -99,13 +99,13 @@ describe('users:disable and users:enable', () => {
 
     // Audited as the operator, in one command (one request id): the revocation, the disabling, the sessions ended.
     const rows = await t.app.db.prisma.auditEvent.findMany({ where: { userId: id, actor: 'operator' }, orderBy: { id: 'asc' } });
-    expect(rows.map((row) => row.event)).toEqual(['token.revoked', 'user.disabled', 'user.signed_out']);
+    expect(rows.map((row) => row.event)).toEqual(['token.revoked', 'user.disabled', 'user.signed_out', 'session.ended']);
     expect(rows[2]).toMatchObject({ detail: { username: user.username, reason: 'disabled' } });
     expect(new Set(rows.map((row) => row.requestId)).size).toBe(1);
     expect(rows[0]!.requestId).toMatch(/^cli-[0-9a-f-]{36}$/);
     expect(rows[1]).toMatchObject({ address: null, detail: { username: user.username, grants_revoked: 2, os_user: expect.any(String) } });
     expect(rows[0]).toMatchObject({ clientId: client.client_id, detail: { reason: 'admin_revoked', grant_ids: expect.any(Array) } });
-    expect(auditLines(run).map((line) => line.event)).toEqual(['token.revoked', 'user.disabled', 'user.signed_out']);
+    expect(auditLines(run).map((line) => line.event)).toEqual(['token.revoked', 'user.disabled', 'user.signed_out', 'session.ended']);
 
     // Again: nothing to do, said plainly, nothing written.
     expect(expectSuccess(await cli(['users:disable', id])).stdout).toMatch(/is already disabled \(since \d{4}-/);
@@ -144,14 +144,23 @@ describe('users:delete', () => {
   });
 });
 
+/** Waits out the second the user's sessions were ended in: a sign-in in that very second counts as ended (accounts/provider-account.ts). */
+async function pastTheEnd(id: string) {
+  const { sessionsEndedAt } = await t.app.db.prisma.user.findUniqueOrThrow({ where: { id } });
+  const wait = Math.floor(sessionsEndedAt!.getTime() / 1000) * 1000 + 1000 - Date.now();
+  if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait + 20));
+}
+
 describe('users:set-password', () => {
   test('from stdin (one trailing newline dropped) or --password; the old password stops working', async () => {
     const user = await createUser(t);
     const id = await idOf(user.username);
     expectSuccess(await cli(['users:set-password', user.username, '--password-stdin'], 'new password from stdin\n'));
     expect((await loginAttempt(user)).status).toBe(401);
+    await pastTheEnd(id);
     expect((await new Browser(t.baseUrl).authorize(client, { ...user, password: 'new password from stdin' })).searchParams.get('code')).toBeTruthy();
     expectSuccess(await cli(['users:set-password', id, '--password', 'another new password']));
+    await pastTheEnd(id);
     expect((await new Browser(t.baseUrl).authorize(client, { ...user, password: 'another new password' })).searchParams.get('code')).toBeTruthy();
     const rows = await t.app.db.prisma.auditEvent.findMany({ where: { userId: id, event: 'user.password_set' } });
     expect(rows).toHaveLength(2);
@@ -197,13 +206,8 @@ describe('ending a user\'s sessions', () => {
   const ENDED = { authorize: 'login page', promptNone: 'login_required', flowApplications: 'sign-in form', pageApplications: 'sign-in form' };
 
   /** Waits into the second after the user's sessions were ended: a sign-in in that very second is ended too. */
-  async function pastTheEnd(id: string) {
-    const { sessionsEndedAt } = await t.app.db.prisma.user.findUniqueOrThrow({ where: { id } });
-    const wait = Math.floor(sessionsEndedAt!.getTime() / 1000) * 1000 + 1000 - Date.now();
-    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait + 20));
-  }
 
-  test('users:sign-out ends every session of the user on the running service (login sessions and the applications page\'s sign-in); grants and tokens stay; a new sign-in works', async () => {
+  test('users:sign-out ends every session of the user on the running service (login sessions and the applications page\'s sign-in), and the tokens those sessions got without offline_access; a new sign-in works', async () => {
     const user = await createUser(t);
     const other = await createUser(t);
     const id = await idOf(user.username);
@@ -215,11 +219,11 @@ describe('ending a user\'s sessions', () => {
     expect(run.stdout).toBe(`ended every session of ${user.username} (${id}): every browser signed in as them must sign in again\n`);
     expect(await seen(browsers)).toEqual(ENDED);
     expect(await seen(others)).toEqual({ authorize: 'code', promptNone: 'code', flowApplications: 'signed in', pageApplications: 'signed in' });
-    expect((await userinfo(t, `Bearer ${tokens.access_token}`)).status).toBe(200); // tokens:revoke ends those
+    expect((await userinfo(t, `Bearer ${tokens.access_token}`)).status).toBe(401); // no offline_access: ended with the session
 
     const rows = await t.app.db.prisma.auditEvent.findMany({ where: { userId: id, event: 'user.signed_out' } });
     expect(rows).toEqual([expect.objectContaining({ actor: 'operator', detail: { username: user.username, reason: 'sign_out', os_user: expect.any(String) } })]);
-    expect(auditLines(run).map((line) => line.event)).toEqual(['user.signed_out']);
+    expect(auditLines(run).map((line) => line.event)).toEqual(['user.signed_out', 'token.revoked', 'session.ended']);
 
     await pastTheEnd(id);
     expect(await seen(await signedInBrowsers(user))).toEqual({ authorize: 'code', promptNone: 'code', flowApplications: 'signed in', pageApplications: 'signed in' });
