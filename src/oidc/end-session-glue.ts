@@ -7,10 +7,38 @@
  *
  * @see https://openid.net/specs/openid-connect-rpinitiated-1_0.html §2, node-oidc-provider lib/actions/end_session.js
  */
-import type { Middleware } from 'koa';
+import type { Context, Middleware } from 'koa';
+import { ServiceError } from '../errors.js';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { requestContext, userActor } from '../audit/audit-log.js';
+import { ROUTES } from './routes.js';
 import type { SessionEnd } from './session-end.js';
+
+/** The parameters of RP-initiated logout (§2); anything else in a form is dropped. */
+const LOGOUT_PARAMETERS = ['id_token_hint', 'logout_hint', 'client_id', 'post_logout_redirect_uri', 'state', 'ui_locales'] as const;
+
+/**
+ * `POST /api/logout.php` (RP-Initiated Logout §2: the OP supports GET and POST) answered with 303
+ * to the same parameters by GET. A cross-site POST carries no `SameSite=Lax` session cookie, and
+ * the provider's own POST support wants `SameSite=None` cookies everywhere; the GET it is sent on
+ * is a top-level navigation, which carries them, so the user is asked with their session known.
+ * `body`: our form parser (http/body.ts): a body that does not decode is a 400.
+ */
+export function logoutPostAsGet(body: Middleware): Middleware {
+  return (ctx) => body(ctx, async () => {
+    if (!ctx.is('urlencoded')) throw new ServiceError('invalid_request', 'send the logout parameters as a form (application/x-www-form-urlencoded), or as a query by GET');
+    const form = (ctx.request as unknown as { body?: Record<string, unknown> }).body ?? {};
+    const query = new URLSearchParams();
+    for (const name of LOGOUT_PARAMETERS) {
+      const value = form[name];
+      if (value === undefined) continue;
+      if (typeof value !== 'string') throw new ServiceError('invalid_request', `${name} must be given once`);
+      query.set(name, value);
+    }
+    (ctx as Context).status = 303;
+    ctx.redirect(`${ROUTES.end_session}${query.size ? `?${query}` : ''}`);
+  });
+}
 
 export function endSessionGlue(sessions: Pick<SessionEnd, 'end'>): Middleware {
   return async (ctx, next) => {
