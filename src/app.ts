@@ -49,7 +49,7 @@ import { logClientAuthRefusals } from './oidc/client-auth-refusals.js';
 import { createFindAccount } from './accounts/provider-account.js';
 import { revocationAnnouncer } from './oidc/grant-revocations.js';
 import { loginSessions } from './oidc/login-session.js';
-import { endSessionGlue, logoutPostAsGet } from './oidc/end-session-glue.js';
+import { endSessionGlue, logoutErrors, logoutPostAsGet } from './oidc/end-session-glue.js';
 import { logoutTokens } from './oidc/logout-token.js';
 import { createSessionEnd } from './oidc/session-end.js';
 import { memoryAdapters } from './oidc/memory-adapter.js';
@@ -323,7 +323,9 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     .get(ROUTES.userinfo, userinfoGlue, toProvider)
     .post(ROUTES.userinfo, userinfoGlue, toProvider)
     .post(ROUTES.introspection, introspectGlue(usernameOf, introspectJwt), toProvider)
+    .get(ROUTES.end_session, logoutErrors, toProvider)
     .post(ROUTES.end_session, logoutPostAsGet(body))
+    .get(END_SESSION_SUCCESS_PATH, logoutErrors, toProvider)
     .post(END_SESSION_CONFIRM_PATH, endSessionGlue(sessions), toProvider)
     .get([...DISCOVERY_PATHS], discoveryGlue(async () => (await guards.durable(() => resources.list())).flatMap((resource) => resource.scopes)), toProvider);
 

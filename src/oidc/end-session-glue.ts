@@ -8,7 +8,7 @@
  * @see https://openid.net/specs/openid-connect-rpinitiated-1_0.html §2, node-oidc-provider lib/actions/end_session.js
  */
 import type { Context, Middleware } from 'koa';
-import { ServiceError } from '../errors.js';
+import { ServiceError, specErrorCode, specStatus } from '../errors.js';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { requestContext, userActor } from '../audit/audit-log.js';
 import { ROUTES } from './routes.js';
@@ -40,9 +40,24 @@ export function logoutPostAsGet(body: Middleware): Middleware {
   });
 }
 
+/**
+ * A logout error the provider answered as JSON itself (a caller that prefers JSON; browsers get
+ * our page through `renderError`, with these statuses): the spec's status for its code, as every
+ * other answer of ours has it (`invalid_client` 401).
+ */
+export const logoutErrors: Middleware = async (ctx, next) => {
+  await next();
+  const body = ctx.body as { error?: unknown } | undefined;
+  if (ctx.status >= 400 && ctx.response.is('json') && typeof body?.error === 'string') {
+    const code = specErrorCode(body.error);
+    ctx.status = specStatus(code, ctx.status);
+    ctx.body = { ...body, error: code };
+  }
+};
+
 export function endSessionGlue(sessions: Pick<SessionEnd, 'end'>): Middleware {
   return async (ctx, next) => {
-    await next();
+    await logoutErrors(ctx, next);
     const { oidc } = ctx as unknown as KoaContextWithOIDC;
     // The provider answers a confirmation it carried out with 303 to where the user goes next.
     if (ctx.status !== 303 || !oidc?.session?.accountId) return;
