@@ -221,7 +221,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   });
   // Where every login session ends (oidc/session-end.ts, docs/sessions-and-logout.md).
   const sessions = createSessionEnd({ changes, logouts });
-  const clientSettings = createClientSettings(changes, { graceMs: config.secretRotationGraceMs, clock });
+  const clientSettings = createClientSettings(changes, { graceMs: config.secretRotationGraceMs, clock, rules: { backchannelDestination } });
   // Declared resource servers (RFC 8707): RESOURCES and resources:add (docs/mcp.md).
   const resources = createResourceStore({ prisma: db.prisma, configured: config.standardClients.resources, audit });
   const documents = config.standardClients.metadataDocuments;

@@ -127,7 +127,7 @@ export function withAdmin<T>(io: CommandIo, use: (admin: Admin) => Promise<T>): 
     return use({
       // Back-channel logouts are written to the outbox; the running service's worker sends them.
       users: createUserAdmin({ users, changes, sessions: createSessionEnd({ changes, logouts: { enqueue: enqueueLogouts, wake: () => {} } }) }),
-      clients: createClientAdmin({ prisma, clients: createClientStore(prisma, audit, { backchannelDestination: (uri) => urlProblem(uri, outboundPolicies(config).webhooks) }), settings: createClientSettings(changes, { graceMs: config.secretRotationGraceMs }), changes }),
+      clients: createClientAdmin({ prisma, clients: createClientStore(prisma, audit, { backchannelDestination: (uri) => urlProblem(uri, outboundPolicies(config).webhooks) }), settings: createClientSettings(changes, { graceMs: config.secretRotationGraceMs, rules: { backchannelDestination: (uri) => urlProblem(uri, outboundPolicies(config).webhooks) } }), changes }),
       apps: createAuthorizedApps({ prisma }),
       resources: createResourceStore({ prisma, configured: config.standardClients.resources, audit }),
       prisma,

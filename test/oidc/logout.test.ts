@@ -10,6 +10,7 @@ import { createRemoteJWKSet, decodeJwt, jwtVerify } from 'jose';
 import { Browser } from '../helpers/browser.js';
 import type { TestClient, TestUser } from '../helpers/browser.js';
 import { createUser, registerDynamicClient, tokenRequest } from '../helpers/fixtures.js';
+import { pageText, postSettingsForm, signInOnSettingsPage } from '../helpers/settings-page.js';
 import { startReceiver } from '../helpers/receiver.js';
 import type { Hit, Receiver } from '../helpers/receiver.js';
 import { startTestApp } from '../helpers/test-app.js';
@@ -197,6 +198,43 @@ describe.each<Mode>(['postgres', 'embedded'])('logout (%s)', (mode) => {
     expect((await refresh(t, a, tokensA.refresh_token)).body.error).toBe('invalid_grant');
     const sidA = decodeJwt(tokensA.id_token).sid;
     await receiver.next((h) => h.path === '/a/backchannel' && decodeJwt(logoutTokenOf(h)).sid === sidA);
+  });
+
+  test('the settings page changes the logout URIs, checked as at registration; the logout endpoint takes them at once', async () => {
+    const res = await fetch(`${t.baseUrl}/api/register.php`, {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ client_name: 'App C', redirect_uri: 'http://localhost:9999/c/callback' }),
+    });
+    const c = await res.json() as { client_id: string; client_secret: string };
+    const browser = new Browser(t.baseUrl);
+    let page = await signInOnSettingsPage(browser, c);
+    const asks = (uri: string) => new Browser(t.baseUrl).request(`/api/logout.php?${new URLSearchParams({ client_id: c.client_id, post_logout_redirect_uri: uri })}`);
+    expect((await asks('http://localhost:9999/c/bye')).status).toBe(400);
+
+    const bad = await postSettingsForm(browser, page, 'update_client', {
+      client_name: 'App C', redirect_uri: 'http://localhost:9999/c/callback', post_logout_redirect_uri: 'http://evil.example/bye', backchannel_logout_uri: '',
+    });
+    expect(bad.status).toBe(400);
+    expect(pageText(bad, 'error')).toMatch(/post_logout_redirect_uri.*https/);
+    expect(bad.body).toContain('value="http://evil.example/bye"');
+    const badBackchannel = await postSettingsForm(browser, page, 'update_client', {
+      client_name: 'App C', redirect_uri: 'http://localhost:9999/c/callback', post_logout_redirect_uri: '', backchannel_logout_uri: 'ftp://files.example/',
+    });
+    expect(pageText(badBackchannel, 'error')).toMatch(/backchannel_logout_uri/);
+
+    page = await postSettingsForm(browser, page, 'update_client', {
+      client_name: 'App C', redirect_uri: 'http://localhost:9999/c/callback', post_logout_redirect_uri: 'http://localhost:9999/c/bye', backchannel_logout_uri: receiver.url('/c/logout'),
+    });
+    expect(page.status).toBe(200);
+    expect(page.body).toContain('value="http://localhost:9999/c/bye"');
+    expect((await asks('http://localhost:9999/c/bye')).status).toBe(200);
+    const stored = await t.app.db.prisma.client.findUniqueOrThrow({ where: { clientId: c.client_id } });
+    expect(stored.metadata).toEqual({ post_logout_redirect_uris: ['http://localhost:9999/c/bye'], backchannel_logout_uri: receiver.url('/c/logout') });
+
+    // Empty fields remove them.
+    page = await postSettingsForm(browser, page, 'update_client', { client_name: 'App C', redirect_uri: 'http://localhost:9999/c/callback', post_logout_redirect_uri: '', backchannel_logout_uri: '' });
+    expect(page.status).toBe(200);
+    expect((await t.app.db.prisma.client.findUniqueOrThrow({ where: { clientId: c.client_id } })).metadata).toEqual({});
+    expect((await asks('http://localhost:9999/c/bye')).status).toBe(400);
   });
 
   describe('bad inputs get a readable page, never a 5xx', () => {
