@@ -11,7 +11,8 @@ import { Browser } from '../helpers/browser.js';
 import type { Step, TestClient, TestUser } from '../helpers/browser.js';
 import { auditLines, expectCleanFailure, expectSuccess, runCli, serviceWithCli } from '../helpers/cli.js';
 import type { ServiceWithCli } from '../helpers/cli.js';
-import { basicAuth, createUser, obtainTokens, postForm, registerClient, userinfo } from '../helpers/fixtures.js';
+import { createRemoteJWKSet, decodeJwt, jwtVerify } from 'jose';
+import { basicAuth, createUser, obtainTokens, postForm, registerClient, registerDynamicClient, tokenRequest, userinfo } from '../helpers/fixtures.js';
 import { webhooksApi } from '../helpers/receiver.js';
 import type { Receiver } from '../helpers/receiver.js';
 import type { TestApp } from '../helpers/test-app.js';
@@ -227,6 +228,31 @@ describe('ending a user\'s sessions', () => {
 
     await pastTheEnd(id);
     expect(await seen(await signedInBrowsers(user))).toEqual({ authorize: 'code', promptNone: 'code', flowApplications: 'signed in', pageApplications: 'signed in' });
+  });
+
+  test('users:sign-out tells every application of the user\'s sessions (back-channel logout, sent by the running service); offline_access grants stay', async () => {
+    const user = await createUser(t);
+    const id = await idOf(user.username);
+    const registered = await registerDynamicClient(t, {
+      client_name: 'Logs Out', redirect_uris: ['http://localhost:9999/lo/callback'], grant_types: ['authorization_code', 'refresh_token'],
+      token_endpoint_auth_method: 'client_secret_post', backchannel_logout_uri: receiver.url('/backchannel/lo'),
+    });
+    const lo = { client_id: registered.client_id, client_secret: registered.client_secret!, redirect_uri: 'http://localhost:9999/lo/callback' };
+    const exchange = async (url: URL) => (await tokenRequest(t, { grant_type: 'authorization_code', code: url.searchParams.get('code')!, redirect_uri: lo.redirect_uri, client_id: lo.client_id, client_secret: lo.client_secret })).body as Record<string, string>;
+    const online = await exchange(await new Browser(t.baseUrl).authorize(lo, user));
+    const offline = await exchange(await new Browser(t.baseUrl).authorize(lo, user, { scope: 'openid offline_access', prompt: 'consent' }));
+
+    const run = expectSuccess(await cli(['users:sign-out', user.username]));
+    expect(auditLines(run).map((line) => line.event)).toEqual(['user.signed_out', 'token.revoked', 'session.ended']);
+    const jwks = createRemoteJWKSet(new URL(`${t.baseUrl}/api/jwks.php`));
+    for (const tokens of [online, offline]) {
+      const sid = decodeJwt(tokens.id_token!).sid;
+      const hit = await receiver.next((h) => h.path === '/backchannel/lo' && decodeJwt(new URLSearchParams(h.body).get('logout_token')!).sid === sid);
+      const { payload } = await jwtVerify(new URLSearchParams(hit.body).get('logout_token')!, jwks, { issuer: t.baseUrl, audience: lo.client_id });
+      expect(payload.sub).toBe(id);
+    }
+    expect((await tokenRequest(t, { grant_type: 'refresh_token', refresh_token: online.refresh_token!, client_id: lo.client_id, client_secret: lo.client_secret })).body.error).toBe('invalid_grant');
+    expect((await tokenRequest(t, { grant_type: 'refresh_token', refresh_token: offline.refresh_token!, client_id: lo.client_id, client_secret: lo.client_secret })).status).toBe(200);
   });
 
   test('users:set-password ends them too: a session taken before (a stolen cookie) is over', async () => {

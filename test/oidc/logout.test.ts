@@ -11,6 +11,7 @@ import { Browser } from '../helpers/browser.js';
 import type { TestClient, TestUser } from '../helpers/browser.js';
 import { createUser, registerDynamicClient, tokenRequest } from '../helpers/fixtures.js';
 import { pageText, postSettingsForm, signInOnSettingsPage } from '../helpers/settings-page.js';
+import { postApplicationsForm } from '../helpers/applications-page.js';
 import { startReceiver } from '../helpers/receiver.js';
 import type { Hit, Receiver } from '../helpers/receiver.js';
 import { startTestApp } from '../helpers/test-app.js';
@@ -198,6 +199,19 @@ describe.each<Mode>(['postgres', 'embedded'])('logout (%s)', (mode) => {
     expect((await refresh(t, a, tokensA.refresh_token)).body.error).toBe('invalid_grant');
     const sidA = decodeJwt(tokensA.id_token).sid;
     await receiver.next((h) => h.path === '/a/backchannel' && decodeJwt(logoutTokenOf(h)).sid === sidA);
+  });
+
+  test('signing out on the applications page ends the session the same way: the applications are told, grants without offline_access end', async () => {
+    const browser = new Browser(t.baseUrl);
+    const tokensA = await signIn(t, browser, a, user);
+    const sid = decodeJwt(tokensA.id_token).sid;
+    expect((await browser.request('/api/applications.php')).body).toContain('App A'); // signed in there through the login session
+    expect((await postApplicationsForm(browser, 'sign_out')).status).toBe(303);
+    expect((await browser.authorize(b, undefined, { prompt: 'none' })).searchParams.get('error')).toBe('login_required');
+    await receiver.next((h) => h.path === '/a/backchannel' && decodeJwt(logoutTokenOf(h)).sid === sid);
+    expect((await refresh(t, a, tokensA.refresh_token)).body.error).toBe('invalid_grant');
+    const audit = await t.app.db.prisma.auditEvent.findFirstOrThrow({ where: { event: 'session.ended', detail: { path: ['reason'], equals: 'applications_page' } } });
+    expect(audit.detail).toMatchObject({ clients: [a.client_id], backchannel_logout: [a.client_id] });
   });
 
   test('the settings page changes the logout URIs, checked as at registration; the logout endpoint takes them at once', async () => {
