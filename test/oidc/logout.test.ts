@@ -302,3 +302,54 @@ describe.each<Mode>(['postgres', 'embedded'])('logout (%s)', (mode) => {
     });
   });
 });
+
+describe('a backchannel_logout_uri follows the webhook guard (WEBHOOK_ALLOW_PRIVATE_NETWORKS off)', () => {
+  let t: TestApp;
+  let receiver: Receiver;
+  beforeAll(async () => {
+    receiver = await startReceiver();
+    t = await startTestApp({ env: { WEBHOOK_RETRY_BASE_MS: '100' } });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await receiver?.close();
+  });
+
+  test('a private address is refused at registration, in both dialects', async () => {
+    const rfc = await fetch(`${t.baseUrl}/api/register.php`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ redirect_uris: ['http://localhost:9999/cb'], backchannel_logout_uri: receiver.url('/x') }),
+    });
+    expect(rfc.status).toBe(400);
+    expect(await rfc.json()).toMatchObject({ error: 'invalid_client_metadata', error_description: expect.stringMatching(/^backchannel_logout_uri: /) });
+    const spec = await fetch(`${t.baseUrl}/api/register.php`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ client_name: 'X', redirect_uri: 'http://localhost:9999/cb', backchannel_logout_uri: 'http://10.1.2.3/logout' }),
+    });
+    expect(spec.status).toBe(400);
+    expect(await spec.json()).toMatchObject({ error: 'invalid_request', error_description: expect.stringMatching(/backchannel_logout_uri/) });
+  });
+
+  test('a name that resolves to loopback is never contacted: the message waits, with the guard\'s words', async () => {
+    // Registered by name (a name is checked when it is used, as a webhook URL is).
+    const port = new URL(receiver.origin).port;
+    const registered = await registerDynamicClient(t, {
+      redirect_uris: ['http://localhost:9999/cb'], token_endpoint_auth_method: 'client_secret_post', grant_types: ['authorization_code', 'refresh_token'],
+      backchannel_logout_uri: `http://localhost:${port}/guarded`,
+    });
+    const client = { client_id: registered.client_id, client_secret: registered.client_secret!, redirect_uri: 'http://localhost:9999/cb' };
+    const user = await createUser(t);
+    const browser = new Browser(t.baseUrl);
+    await signIn(t, browser, client, user);
+    const page = await browser.follow(`/api/logout.php?${new URLSearchParams({ client_id: client.client_id })}`);
+    const xsrf = /name="xsrf" value="([^"]+)"/.exec(page.body)![1]!;
+    expect((await browser.request('/api/logout.php/confirm', { form: { xsrf, logout: 'yes' } })).status).toBe(303);
+    let row = await t.app.db.prisma.backchannelLogout.findFirst({ where: { clientId: client.client_id } });
+    while (!row || row.attempts === 0) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      row = await t.app.db.prisma.backchannelLogout.findFirst({ where: { clientId: client.client_id } });
+    }
+    expect(row).toMatchObject({ status: 'pending', lastStatusCode: null, lastError: expect.stringMatching(/localhost resolves to .*loopback/) });
+    expect(receiver.hits.filter((h) => h.path === '/guarded')).toEqual([]);
+  });
+});
