@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { createRemoteJWKSet, decodeJwt, jwtVerify } from 'jose';
 import { Browser } from '../helpers/browser.js';
 import type { TestClient, TestUser } from '../helpers/browser.js';
-import { createUser, registerDynamicClient, tokenRequest } from '../helpers/fixtures.js';
+import { createUser, registerClient, registerDynamicClient, tokenRequest } from '../helpers/fixtures.js';
 import { pageText, postSettingsForm, signInOnSettingsPage } from '../helpers/settings-page.js';
 import { postApplicationsForm } from '../helpers/applications-page.js';
 import { startReceiver } from '../helpers/receiver.js';
@@ -77,6 +77,12 @@ describe.each<Mode>(['postgres', 'embedded'])('logout (%s)', (mode) => {
       backchannel_logout_session_supported: true,
     });
     expect(discovery.scopes_supported).not.toContain('offline_access');
+  });
+
+  test('an ID token carries sid for a client that registered no logout URI too', async () => {
+    const plain = await registerClient(t, 'http://localhost:9999/plain/callback', 'Plain');
+    const tokens = await signIn(t, new Browser(t.baseUrl), plain, user);
+    expect(decodeJwt(tokens.id_token).sid).toEqual(expect.any(String));
   });
 
   test('signing out of A with id_token_hint: the page ends nothing; confirming ends the session, tells A and B, ends their grants', async () => {
