@@ -91,7 +91,12 @@ export function createClientStore(prisma: PrismaClient, audit: AuditLog, rules: 
         const created = await tx.client.create({
           data: { clientId: generateClientId(), clientSecretHash: hashClientSecret(clientSecret), clientName, redirectUri, registration, metadata: logout as Prisma.InputJsonObject },
         });
-        await write(tx, 'client.registered', { client: created.clientId, detail: { client_name: clientName, redirect_uri: redirectUri, registration, ...logout } }, context);
+        // A back-channel URI's origin only, as a webhook URL's: its path or query may carry a capability.
+        const logoutDetail = {
+          ...(logout.post_logout_redirect_uris ? { post_logout_redirect_uris: logout.post_logout_redirect_uris } : {}),
+          ...(logout.backchannel_logout_uri ? { backchannel_logout_origin: new URL(logout.backchannel_logout_uri).origin } : {}),
+        };
+        await write(tx, 'client.registered', { client: created.clientId, detail: { client_name: clientName, redirect_uri: redirectUri, registration, ...logoutDetail } }, context);
         return created;
       }));
       return { client, clientSecret };
