@@ -49,6 +49,9 @@ import { logClientAuthRefusals } from './oidc/client-auth-refusals.js';
 import { createFindAccount } from './accounts/provider-account.js';
 import { revocationAnnouncer } from './oidc/grant-revocations.js';
 import { loginSessions } from './oidc/login-session.js';
+import { endSessionGlue, logoutErrors, logoutPostAsGet } from './oidc/end-session-glue.js';
+import { logoutTokens } from './oidc/logout-token.js';
+import { createSessionEnd } from './oidc/session-end.js';
 import { memoryAdapters } from './oidc/memory-adapter.js';
 import { jwtIntrospection } from './oidc/jwt-introspection.js';
 import { createProvider } from './oidc/provider.js';
@@ -58,7 +61,7 @@ import type { ProviderDependencies } from './oidc/provider.js';
 import { loadSigningKeys } from './oidc/key-rotation.js';
 import type { SigningKeys } from './oidc/key-rotation.js';
 import { redisAdapters } from './oidc/redis-adapter.js';
-import { DISCOVERY_PATHS, PROVIDER_PATHS, ROUTES, TOKEN_ISSUING_PATHS } from './oidc/routes.js';
+import { DISCOVERY_PATHS, END_SESSION_CONFIRM_PATH, END_SESSION_SUCCESS_PATH, PROVIDER_PATHS, ROUTES, TOKEN_ISSUING_PATHS } from './oidc/routes.js';
 import { authorizeGlue, introspectGlue, resumeGlue, userinfoGlue } from './oidc/spec-glue.js';
 import { discoveryGlue } from './oidc/discovery-glue.js';
 import { tokenEndpoint } from './oidc/token-endpoint.js';
@@ -85,6 +88,8 @@ import { REGISTER_PATH, registerRoutes } from './ui/register.js';
 import { settingsRoutes } from './ui/settings.js';
 import { SETTINGS_PATH } from './ui/settings-session.js';
 import { createViews, VIEWS_DIR } from './ui/views.js';
+import { logoutPages } from './ui/logout-pages.js';
+import { createBackchannelLogouts } from './webhooks/backchannel-logouts.js';
 import { auditedChanges } from './webhooks/audited-changes.js';
 import { createWebhookService } from './webhooks/webhook-service.js';
 import type { WebhookService } from './webhooks/webhook-service.js';
@@ -173,7 +178,6 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   // The audit trail: rows in audit_events and `audit` lines, written where each change is made.
   const audit = createAuditLog({ prisma: db.prisma, send, logger });
   const users = createUserStore(db.prisma);
-  const clients = createClientStore(db.prisma, audit);
   const views = createViews();
   // Spec "Limits": counters in Redis (shared by every instance) or in this process; window 60 s.
   const limiter = countingRefusals(createLimiterFactory(redis && { redis, keyPrefix: `${config.redisKeyPrefix}rl:`, guard: guards.shortLived }), metrics.refused);
@@ -193,6 +197,9 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   // Where our own requests may go, each use with its own bounded lookups (outbound/); a name
   // refused for what it resolved to is logged with the address, which no answer names.
   const outbound = outboundPolicies(config, { onRefused: (refusal) => logger.warn(refusal, 'outbound destination refused') });
+  // A backchannel_logout_uri is where our requests go, as a webhook URL is: the same guard.
+  const backchannelDestination = (uri: string) => urlProblem(uri, outbound.webhooks);
+  const clients = createClientStore(db.prisma, audit, { backchannelDestination });
   const webhooks = createWebhookService({
     prisma: db.prisma,
     send,
@@ -208,7 +215,21 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   });
   // A change, its webhook events and its audit rows: one transaction.
   const changes = auditedChanges(webhooks, audit);
-  const clientSettings = createClientSettings(changes, { graceMs: config.secretRotationGraceMs, clock });
+  // Back-channel logout tokens: their own outbox, the webhooks' worker, schedule and guard.
+  const logouts = createBackchannelLogouts({
+    prisma: db.prisma,
+    clock,
+    policy: outbound.webhooks,
+    retryBaseMs: config.webhookRetryBaseMs,
+    attemptTimeoutMs: config.timeouts.webhookAttemptMs,
+    leaseMs: config.webhookLeaseMs,
+    log: (error) => log(error),
+    onOutcome: metrics.webhookOutcome,
+    logoutToken: logoutTokens({ issuer: config.baseUrl, key: () => signingKeys.signingKey() }),
+  });
+  // Where every login session ends (oidc/session-end.ts, docs/sessions-and-logout.md).
+  const sessions = createSessionEnd({ changes, logouts });
+  const clientSettings = createClientSettings(changes, { graceMs: config.secretRotationGraceMs, clock, rules: { backchannelDestination } });
   // Declared resource servers (RFC 8707): RESOURCES and resources:add (docs/mcp.md).
   const resources = createResourceStore({ prisma: db.prisma, configured: config.standardClients.resources, audit });
   const documents = config.standardClients.metadataDocuments;
@@ -248,6 +269,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     findResource: resources.find,
     fetch: keySetFetch(keySets, guardedFetch({ policy: outbound.documents, timeoutMs: documents.timeoutMs, maxBytes: documents.maxBytes })) as never,
     clientKeys: keysOfClients,
+    logoutPages: logoutPages(views),
   };
   const provider = createProvider(providerOptions);
   provider.on('server_error', (ctx, error) => log(error, ctx));
@@ -286,6 +308,9 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     [ROUTES.jwks]: ['GET'],
     [ROUTES.revocation]: ['POST'],
     [ROUTES.introspection]: ['POST'],
+    [ROUTES.end_session]: ['GET', 'POST'],
+    [END_SESSION_CONFIRM_PATH]: ['POST'],
+    [END_SESSION_SUCCESS_PATH]: ['GET'],
     ...Object.fromEntries(DISCOVERY_PATHS.map((path) => [path, ['GET']])),
     [REGISTER_PATH]: ['GET', 'POST'],
     [SETTINGS_PATH]: ['GET', 'POST'],
@@ -306,6 +331,10 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     .get(ROUTES.userinfo, userinfoGlue, toProvider)
     .post(ROUTES.userinfo, userinfoGlue, toProvider)
     .post(ROUTES.introspection, introspectGlue(usernameOf, introspectJwt), toProvider)
+    .get(ROUTES.end_session, logoutErrors, toProvider)
+    .post(ROUTES.end_session, logoutPostAsGet(body))
+    .get(END_SESSION_SUCCESS_PATH, logoutErrors, toProvider)
+    .post(END_SESSION_CONFIRM_PATH, endSessionGlue(sessions), toProvider)
     .get([...DISCOVERY_PATHS], discoveryGlue(async () => (await guards.durable(() => resources.list())).flatMap((resource) => resource.scopes)), toProvider);
 
   // Answered before the rate limits, and only at their exact paths (routed, so that other requests pass neither).
@@ -349,7 +378,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
       dynamic: dynamicRegistration({
         clients,
         check: checkRegisteredMetadata(provider),
-        rules: { clientCredentials: config.standardClients.registrationClientCredentials, jwksUriDestination: (uri) => urlProblem(uri, outbound.keySets) },
+        rules: { clientCredentials: config.standardClients.registrationClientCredentials, jwksUriDestination: (uri) => urlProblem(uri, outbound.keySets), backchannelDestination },
       }),
     }).routes())
     .use(settingsRoutes({ findClient: clients.find, checkSecret, settings: clientSettings, webhooks, views, body, clock }).routes())
@@ -367,13 +396,14 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
       apps: createAuthorizedApps({ prisma: db.prisma, withEvents: revocationAnnouncer(changes) }),
       findUser: hot.findUser,
       signIn: { guard, users, audit },
-      loginSessions: loginSessions(provider),
+      loginSessions: loginSessions(provider, sessions),
       views,
       body,
     }).routes())
     // What is left goes to the provider, at the paths it serves for us only (oidc/routes.ts PROVIDER_PATHS).
     .use((ctx, next) => (PROVIDER_PATHS.has(ctx.path) ? toProvider(ctx, next) : next()));
   webhooks.start();
+  logouts.start();
 
   let metricsServer: MetricsServer | undefined;
   const app: App = {
@@ -394,7 +424,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
       inFlight.startDraining();
       const settled = await inFlight.settled(timeoutMs);
       await metricsServer?.close();
-      await Promise.all([cleanup.stop(), webhooks.stop(), signingKeys.stop()]); // stop() aborts attempts in flight and releases their claims
+      await Promise.all([cleanup.stop(), webhooks.stop(), logouts.stop(), signingKeys.stop()]); // stop() aborts attempts in flight and releases their claims
       memory?.close();
       redis?.disconnect();
       await db.close();

@@ -23,7 +23,7 @@ import { NotFoundError } from './not-found.js';
 
 export interface ClientAdmin {
   /** A client an operator vouches for (registration `operator`), in the spec's shape: its secret, shown this once. */
-  create(input: { clientName: string; redirectUri: string }, context: AuditContext): Promise<{ client: Client; clientSecret: string }>;
+  create(input: { clientName: string; redirectUri: string; postLogoutRedirectUri?: string | undefined; backchannelLogoutUri?: string | undefined }, context: AuditContext): Promise<{ client: Client; clientSecret: string }>;
   /** A client an operator vouches for, described by its metadata (grant types, keys): its secret, if it has one, shown this once. */
   createDescribed(metadata: RegisteredMetadata, context: AuditContext): Promise<{ client: Client; clientSecret: string | undefined }>;
   /** Its keys (private_key_jwt) from now on; its secrets end. */

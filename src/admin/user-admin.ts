@@ -6,16 +6,20 @@
  * | action       | change                                                        | audit                                      |
  * |--------------|---------------------------------------------------------------|--------------------------------------------|
  * | create       | a new user                                                    | user.created                               |
- * | disable      | `disabled_at` set; every session, grant and token ended       | user.disabled, user.signed_out, token.revoked |
+ * | disable      | `disabled_at` set; every session, grant and token ended       | user.disabled, user.signed_out, token.revoked, session.ended |
  * | enable       | `disabled_at` cleared (the sessions ended stay ended)         | user.enabled                               |
  * | delete       | every grant and token ended; the user deleted                 | user.deleted, token.revoked                |
- * | setPassword  | a new argon2id hash; every session ended (grants and tokens stay) | user.password_set, user.signed_out     |
- * | signOut      | every session ended (grants and tokens stay)                  | user.signed_out                            |
+ * | setPassword  | a new argon2id hash; every session ended                      | user.password_set, user.signed_out, session.ended |
+ * | signOut      | every session ended                                           | user.signed_out, session.ended             |
  * | revokeTokens | every grant and token ended                                   | token.revoked                              |
  *
  * Ending sessions is one stored instant, `sessions_ended_at` (accounts/provider-account.ts
  * `sessionEnded`): every login session and page sign-in made up to it is over wherever it lives
  * (Redis, the running service's memory, a signed cookie), and the CLI needs only the database.
+ * With it, in the same transaction, oidc/session-end.ts ends what those sessions made: the grants
+ * without offline_access (`token.revoked`, reason `session_ended`), and a back-channel logout
+ * token to each application they signed in to that asked for one. Whatever else ends a user's
+ * sessions calls {@link UserAdmin.signOut} or the same `sessions.within`.
  *
  * Audit rows stay when their user is deleted: they name the user by id (and username in detail).
  *
@@ -29,6 +33,7 @@ import type { Client } from '../generated/prisma/client.js';
 import { grantCount } from '../oidc/authorized-apps.js';
 import type { ApplicationRevoked } from '../oidc/authorized-apps.js';
 import { revokeGrants } from '../oidc/grant-revocations.js';
+import type { SessionEnd } from '../oidc/session-end.js';
 import { NotFoundError } from './not-found.js';
 
 export interface UserAdmin {
@@ -44,13 +49,16 @@ export interface UserAdmin {
   delete(user: User, context: AuditContext): Promise<{ revoked: ApplicationRevoked[] }>;
   /** Sets a new password and ends every session of the user. */
   setPassword(user: User, password: string, context: AuditContext): Promise<void>;
-  /** Ends every session of the user: each browser signed in as them signs in again. */
+  /**
+   * Ends every session of the user: each browser signed in as them signs in again, the grants
+   * those sessions made without offline_access end, and their applications are told (back-channel logout).
+   */
   signOut(user: User, context: AuditContext): Promise<void>;
   /** Ends the user's grants (to `client` only, if given). */
   revokeTokens(user: User, context: AuditContext, client?: Client): Promise<ApplicationRevoked[]>;
 }
 
-export function createUserAdmin({ users, changes }: { users: UserStore; changes: ChangeTransaction }): UserAdmin {
+export function createUserAdmin({ users, changes, sessions }: { users: UserStore; changes: ChangeTransaction; sessions: SessionEnd }): UserAdmin {
   /** The audit fields of an event about `user`: their id, and their username (rows outlive the user). */
   const about = (user: User, detail: Record<string, unknown> = {}) => ({ user: user.id, detail: { username: user.username, ...detail } });
 
@@ -78,8 +86,9 @@ export function createUserAdmin({ users, changes }: { users: UserStore; changes:
         await audit('user.disabled', about(user, { grants_revoked: grantCount(revoked) }), context);
         // Ended, not only refused: enabling the user again does not bring a session back.
         await audit('user.signed_out', about(user, { reason: 'disabled' }), context);
+        await sessions.within(tx, raise, audit, { accountId: user.id }, 'disabled', context); // its grants ended above: this tells the applications
         return { changed: true, revoked };
-      });
+      }).finally(() => sessions.wake());
     },
     enable(user, context) {
       return changes(async (tx, _raise, audit) => {
@@ -99,20 +108,24 @@ export function createUserAdmin({ users, changes }: { users: UserStore; changes:
     },
     async setPassword(user, password, context) {
       const passwordHash = await users.hashNewPassword(password);
-      await changes(async (tx, _raise, audit) => {
+      await changes(async (tx, raise, audit) => {
         // A session taken with the old password (a stolen cookie) ends with it.
         const { count } = await tx.user.updateMany({ where: { id: user.id }, data: { passwordHash, sessionsEndedAt: new Date() } });
         if (count === 0) throw new NotFoundError(`no user "${user.username}" (deleted meanwhile)`);
         await audit('user.password_set', about(user), context);
         await audit('user.signed_out', about(user, { reason: 'password_set' }), context);
+        await sessions.within(tx, raise, audit, { accountId: user.id }, 'password_set', context);
       });
+      sessions.wake();
     },
     async signOut(user, context) {
-      await changes(async (tx, _raise, audit) => {
+      await changes(async (tx, raise, audit) => {
         const { count } = await tx.user.updateMany({ where: { id: user.id }, data: { sessionsEndedAt: new Date() } });
         if (count === 0) throw new NotFoundError(`no user "${user.username}" (deleted meanwhile)`);
         await audit('user.signed_out', about(user, { reason: 'sign_out' }), context);
+        await sessions.within(tx, raise, audit, { accountId: user.id }, 'sign_out', context);
       });
+      sessions.wake();
     },
     revokeTokens(user, context, client) {
       return changes((tx, raise, audit) => revokeGrants(tx, raise, audit, { accountId: user.id, clientId: client?.clientId }, context));

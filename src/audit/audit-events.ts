@@ -20,6 +20,7 @@ export const AUDIT_EVENTS = {
   'client.secret_rotated': 'a client secret was rotated (settings page, clients:rotate-secret); detail: the grace and when the previous secret stops working',
   'client.previous_secret_ended': 'the previous client secret was ended before its grace was over (settings page, clients:end-previous-secret)',
   'client.deleted': 'an operator deleted a client (clients:delete), or the cleanup job a self-registered one unused for DYNAMIC_CLIENT_IDLE_DAYS (actor system, reason idle)',
+  'session.ended': 'a login session ended: the user signed out (RP-initiated logout, the applications page), or an operator ended the user\'s sessions (detail.reason); detail: the applications told by back-channel logout, the grants without offline_access ended',
   'user.created': 'an operator created a user (user:create)',
   'user.disabled': 'an operator disabled a user (users:disable)',
   'user.enabled': 'an operator enabled a disabled user (users:enable)',

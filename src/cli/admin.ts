@@ -32,8 +32,11 @@ import { errorChain, isStoreFailure } from '../store/store-failure.js';
 import { createResourceStore } from '../resources/resource-store.js';
 import type { ResourceStore } from '../resources/resource-store.js';
 import { createWebhookService } from '../webhooks/webhook-service.js';
+import { enqueueLogouts } from '../webhooks/backchannel-logouts.js';
+import { createSessionEnd } from '../oidc/session-end.js';
 import { createWriteSender } from '../store/write-sender.js';
 import { outboundPolicies } from '../outbound/policies.js';
+import { urlProblem } from '../outbound/ssrf-guard.js';
 import type { CliIo, CliOutput } from './verb.js';
 
 /**
@@ -122,8 +125,9 @@ export function withAdmin<T>(io: CommandIo, use: (admin: Admin) => Promise<T>): 
     });
     const changes = auditedChanges(webhooks, audit, { timeoutMs: config.timeouts.adminTransactionMs });
     return use({
-      users: createUserAdmin({ users, changes }),
-      clients: createClientAdmin({ prisma, clients: createClientStore(prisma, audit), settings: createClientSettings(changes, { graceMs: config.secretRotationGraceMs }), changes }),
+      // Back-channel logouts are written to the outbox; the running service's worker sends them.
+      users: createUserAdmin({ users, changes, sessions: createSessionEnd({ changes, logouts: { enqueue: enqueueLogouts, wake: () => {} } }) }),
+      clients: createClientAdmin({ prisma, clients: createClientStore(prisma, audit, { backchannelDestination: (uri) => urlProblem(uri, outboundPolicies(config).webhooks) }), settings: createClientSettings(changes, { graceMs: config.secretRotationGraceMs, rules: { backchannelDestination: (uri) => urlProblem(uri, outboundPolicies(config).webhooks) } }), changes }),
       apps: createAuthorizedApps({ prisma }),
       resources: createResourceStore({ prisma, configured: config.standardClients.resources, audit }),
       prisma,

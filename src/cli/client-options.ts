@@ -16,6 +16,14 @@ export const DESCRIBING_OPTIONS = {
   'signing-alg': { type: 'string' },
 } as const;
 
+/** Logout URIs (docs/sessions-and-logout.md), for a client in either shape. */
+export const LOGOUT_OPTIONS = {
+  'post-logout-redirect-uri': { type: 'string' },
+  'backchannel-logout-uri': { type: 'string' },
+} as const;
+
+export const LOGOUT_OPTIONS_USAGE = '[--post-logout-redirect-uri <uri>] [--backchannel-logout-uri <url>]';
+
 export const KEY_OPTIONS_USAGE = '(--jwks-file <file> | --jwks-uri <https-url>) [--signing-alg <alg>]';
 
 interface Values {
@@ -25,6 +33,8 @@ interface Values {
   'jwks-file'?: string | undefined;
   'jwks-uri'?: string | undefined;
   'signing-alg'?: string | undefined;
+  'post-logout-redirect-uri'?: string | undefined;
+  'backchannel-logout-uri'?: string | undefined;
 }
 
 /** `--jwks-file` (read and parsed here), `--jwks-uri`, `--signing-alg` as the metadata's `jwks`, `jwks_uri`, `token_endpoint_auth_signing_alg`. */
@@ -63,5 +73,7 @@ export function describedBody(name: string, values: Values): Record<string, unkn
     ...(values['application-type'] === undefined ? {} : { application_type: values['application-type'] }),
     token_endpoint_auth_method: keys.jwks !== undefined || keys.jwks_uri !== undefined ? 'private_key_jwt' : 'client_secret_basic',
     ...Object.fromEntries(Object.entries(keys).filter(([, value]) => value !== undefined)),
+    ...(values['post-logout-redirect-uri'] === undefined ? {} : { post_logout_redirect_uris: [values['post-logout-redirect-uri']] }),
+    ...(values['backchannel-logout-uri'] === undefined ? {} : { backchannel_logout_uri: values['backchannel-logout-uri'] }),
   };
 }

@@ -10,7 +10,11 @@ import type { Client } from '../generated/prisma/client.js';
 import { endpointView } from '../webhooks/webhook-store.js';
 import { withAdmin, withClient } from './admin.js';
 import { ArgumentError, onlyArgument, parse, UsageError } from './args.js';
-import { describedBody, DESCRIBING_OPTIONS, KEY_OPTIONS_USAGE, keyFields } from './client-options.js';
+import { describedBody, DESCRIBING_OPTIONS, KEY_OPTIONS_USAGE, keyFields, LOGOUT_OPTIONS, LOGOUT_OPTIONS_USAGE } from './client-options.js';
+import { logoutFieldsOf } from '../clients/client-metadata.js';
+import { urlProblem } from '../outbound/ssrf-guard.js';
+import { outboundPolicies } from '../outbound/policies.js';
+import { loadConfig } from '../config.js';
 import { endedText, fields, iso, json, section, table } from './output.js';
 import type { VerbTable } from './verb.js';
 
@@ -24,9 +28,13 @@ function describedJson(client: Client) {
   return { token_endpoint_auth_method: metadata.token_endpoint_auth_method, grant_types: metadata.grant_types, ...keys };
 }
 
+/** Its logout URIs, if registered (either shape). */
+const logoutJson = (client: Client) => logoutFieldsOf(client);
+
 const clientJson = (client: Client) => ({
   client_id: client.clientId, client_name: client.clientName, redirect_uri: client.redirectUri, created_at: iso(client.createdAt), updated_at: iso(client.updatedAt),
   ...describedJson(client),
+  ...logoutJson(client),
 });
 const named = (client: Client) => `"${client.clientName}" (${client.clientId})`;
 
@@ -44,10 +52,10 @@ function graceOption(value: string | undefined): number | undefined {
 
 export const CLIENT_VERBS: VerbTable = {
   'clients:create': {
-    usage: `--name <name> [--redirect-uri <uri>] [--grant-types <a,b>] [--application-type web|native] [${KEY_OPTIONS_USAGE.slice(1, -1)}] [--json]`,
+    usage: `--name <name> [--redirect-uri <uri>] [--grant-types <a,b>] [--application-type web|native] [${KEY_OPTIONS_USAGE.slice(1, -1)}] ${LOGOUT_OPTIONS_USAGE} [--json]`,
     summary: 'a client the operator vouches for (consent shows no "registered itself" note; never swept as idle): its client_secret is printed this once, unless it signs with its keys (--jwks-file, --jwks-uri: private_key_jwt). --grant-types client_credentials makes a machine client (no redirect URI)',
     async run(args, io) {
-      const { values } = parse(args, [], { ...JSON_OPTION, name: { type: 'string' }, 'redirect-uri': { type: 'string' }, ...DESCRIBING_OPTIONS });
+      const { values } = parse(args, [], { ...JSON_OPTION, name: { type: 'string' }, 'redirect-uri': { type: 'string' }, ...DESCRIBING_OPTIONS, ...LOGOUT_OPTIONS });
       const body = values.name ? describedBody(values.name, values) : undefined;
       const missing = [['--name', values.name], ...(body ? [] : [['--redirect-uri', values['redirect-uri']]])].filter(([, value]) => !value).map(([name]) => name);
       if (missing.length) throw new UsageError(`missing ${missing.join(', ')}`);
@@ -55,14 +63,15 @@ export const CLIENT_VERBS: VerbTable = {
       if (body) {
         let metadata;
         try {
-          metadata = registeredMetadata(body, { clientCredentials: true });
+          metadata = registeredMetadata(body, { clientCredentials: true, backchannelDestination: (uri) => urlProblem(uri, outboundPolicies(loadConfig(io.env)).webhooks) });
         } catch (error) {
           if (error instanceof ClientMetadataError) throw new ArgumentError(error.message);
           throw error;
         }
         created = await withAdmin(io, (admin) => admin.clients.createDescribed(metadata, io.context));
       } else {
-        created = await withAdmin(io, (admin) => admin.clients.create({ clientName: values.name!, redirectUri: values['redirect-uri']! }, io.context));
+        const logout = { postLogoutRedirectUri: values['post-logout-redirect-uri'], backchannelLogoutUri: values['backchannel-logout-uri'] };
+        created = await withAdmin(io, (admin) => admin.clients.create({ clientName: values.name!, redirectUri: values['redirect-uri']!, ...logout }, io.context));
       }
       const { client, clientSecret } = created;
       if (values.json) return json({ ...clientJson(client), ...(clientSecret === undefined ? {} : { client_secret: clientSecret }) });

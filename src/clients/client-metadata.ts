@@ -43,6 +43,22 @@ export interface RegisteredMetadata {
   jwks?: PublicJwks;
   jwks_uri?: string;
   token_endpoint_auth_signing_alg?: string;
+  /** Where RP-initiated logout may send the user back (OpenID Connect RP-Initiated Logout 1.0 §3.1). */
+  post_logout_redirect_uris?: string[];
+  /** Where back-channel logout tokens are POSTed (OpenID Connect Back-Channel Logout 1.0 §2.2). */
+  backchannel_logout_uri?: string;
+}
+
+/** The logout fields a client may have whatever its shape (a client in the spec's shape keeps them alone in its metadata). */
+export type LogoutFields = Pick<RegisteredMetadata, 'post_logout_redirect_uris' | 'backchannel_logout_uri'>;
+
+/** A client's logout fields, from its metadata (either shape). */
+export function logoutFieldsOf(client: { metadata: unknown }): LogoutFields {
+  const metadata = (typeof client.metadata === 'object' && client.metadata !== null ? client.metadata : {}) as LogoutFields;
+  return {
+    ...(Array.isArray(metadata.post_logout_redirect_uris) ? { post_logout_redirect_uris: metadata.post_logout_redirect_uris } : {}),
+    ...(typeof metadata.backchannel_logout_uri === 'string' ? { backchannel_logout_uri: metadata.backchannel_logout_uri } : {}),
+  };
 }
 
 /** What the one registering may ask for beyond the metadata itself. */
@@ -51,6 +67,8 @@ export interface MetadataRules {
   readonly clientCredentials: boolean;
   /** The outbound guard's verdict on a jwks_uri's URL (an address it may not reach), if any. */
   readonly jwksUriDestination?: (uri: string) => string | undefined;
+  /** The webhook guard's verdict on a backchannel_logout_uri (WEBHOOK_ALLOW_PRIVATE_NETWORKS), if any; without it only the URL's form is checked. */
+  readonly backchannelDestination?: (uri: string) => string | undefined;
 }
 
 /**
@@ -169,6 +187,36 @@ function keysOf(body: Record<string, unknown>, rules: MetadataRules): Pick<Regis
   return { ...(uri === undefined ? { jwks: jwks as PublicJwks } : { jwks_uri: uri as string }), ...(alg === undefined ? {} : { token_endpoint_auth_signing_alg: alg as string }) };
 }
 
+/**
+ * The logout fields of `body` (either dialect), checked: post_logout_redirect_uris as redirect URIs
+ * are (a native app's loopback URI matches on any port, as its redirect URIs do), the
+ * backchannel_logout_uri as a webhook URL is (an absolute http(s) URL without fragment,
+ * through the webhook guard), since it is where our own requests go.
+ * @see OpenID Connect RP-Initiated Logout 1.0 §3.1, Back-Channel Logout 1.0 §2.2
+ */
+export function logoutFields(body: Record<string, unknown>, applicationType: 'web' | 'native', rules: Pick<MetadataRules, 'backchannelDestination'>): LogoutFields {
+  const fields: LogoutFields = {};
+  if (body.post_logout_redirect_uris !== undefined) {
+    const uris = stringList(body, 'post_logout_redirect_uris', []);
+    for (const uri of uris) {
+      const problem = redirectUriOf(uri, applicationType);
+      if (problem) throw invalid(`post_logout_redirect_uris: ${uri}: ${problem.replace(/^redirect_uris? /, 'a URI ')}`);
+    }
+    if (uris.length) fields.post_logout_redirect_uris = uris;
+  }
+  if (body.backchannel_logout_uri !== undefined) {
+    const backchannel = body.backchannel_logout_uri as string;
+    const url = typeof backchannel === 'string' && backchannel.length <= 2000 ? URL.parse(backchannel) : null;
+    if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:')) throw invalid('backchannel_logout_uri must be an absolute http(s) URL of at most 2000 characters');
+    if (backchannel.includes('#')) throw invalid('backchannel_logout_uri must not contain a fragment');
+    if (url.username || url.password) throw invalid('backchannel_logout_uri must not contain credentials');
+    const problem = rules.backchannelDestination?.(backchannel);
+    if (problem) throw invalid(`backchannel_logout_uri: ${problem}`);
+    fields.backchannel_logout_uri = backchannel;
+  }
+  return fields;
+}
+
 /** The metadata as registered, or a {@link ClientMetadataError} saying what cannot be used. */
 export function registeredMetadata(body: Record<string, unknown>, rules: MetadataRules): RegisteredMetadata {
   const applicationType = oneOf<'web' | 'native'>(body, 'application_type', ['web', 'native'], 'web');
@@ -185,6 +233,7 @@ export function registeredMetadata(body: Record<string, unknown>, rules: Metadat
     response_types: codeFlow ? ['code'] : [],
     application_type: applicationType,
     ...(method === 'private_key_jwt' ? keysOf(body, rules) : {}),
+    ...logoutFields(body, applicationType, rules),
   };
   if (body.client_name !== undefined) {
     try {

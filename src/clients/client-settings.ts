@@ -18,7 +18,8 @@ import type { AuditContext } from '../audit/audit-log.js';
 import type { ChangeTransaction } from '../webhooks/audited-changes.js';
 import type { Client, Prisma } from '../generated/prisma/client.js';
 import type { Writer } from '../webhooks/outbox.js';
-import { ClientMetadataError, describedBy, registeredMetadata } from './client-metadata.js';
+import { ClientMetadataError, describedBy, logoutFields, logoutFieldsOf, registeredMetadata } from './client-metadata.js';
+import type { LogoutFields, MetadataRules } from './client-metadata.js';
 import { ClientInputError, validName, validRedirectUri } from './client-store.js';
 import { DEFAULT_GRACE_MS, formatGrace, graceEnd, inGrace } from '../config/durations.js';
 import { generateClientSecret, hashClientSecret } from './credentials.js';
@@ -27,7 +28,7 @@ export interface ClientSettings {
   /** The grace a rotation gives the replaced secret unless it says otherwise. */
   readonly defaultGraceMs: number;
   /** Applies the fields given; raises `client.updated` naming what changed (nothing: no event). */
-  update(clientId: string, input: { clientName?: unknown; redirectUri?: unknown }, context: AuditContext): Promise<{ client: Client; changed: string[] }>;
+  update(clientId: string, input: ClientUpdate, context: AuditContext): Promise<{ client: Client; changed: string[] }>;
   /**
    * A new secret, returned this once; the replaced one works until `client.previousSecretExpiresAt`
    * (`graceMs` from now, {@link defaultGraceMs} unless given; 0: not at all).
@@ -45,6 +46,38 @@ export interface ClientSettings {
 }
 
 const KEY_FIELDS = ['jwks', 'jwks_uri', 'token_endpoint_auth_signing_alg'] as const;
+
+/**
+ * What the settings page (or an operator) may change. Logout URIs: a string sets the one
+ * post-logout redirect URI (replacing the list) or the back-channel logout URI; '' removes it.
+ */
+export interface ClientUpdate {
+  clientName?: unknown;
+  redirectUri?: unknown;
+  postLogoutRedirectUri?: unknown;
+  backchannelLogoutUri?: unknown;
+}
+
+/** The client's logout fields after `input`, checked as at registration (client-metadata.ts `logoutFields`). */
+function logoutAfter(client: Client, input: ClientUpdate, rules: Pick<MetadataRules, 'backchannelDestination'>): LogoutFields {
+  const now = logoutFieldsOf(client);
+  const asked = (value: unknown, name: string) => {
+    if (value !== undefined && typeof value !== 'string') throw new ClientInputError(`${name} must be a string`);
+    return value as string | undefined;
+  };
+  const post = asked(input.postLogoutRedirectUri, 'post_logout_redirect_uri');
+  const backchannel = asked(input.backchannelLogoutUri, 'backchannel_logout_uri');
+  const body = {
+    ...(post === undefined ? (now.post_logout_redirect_uris ? { post_logout_redirect_uris: now.post_logout_redirect_uris } : {}) : post === '' ? {} : { post_logout_redirect_uris: [post] }),
+    ...(backchannel === undefined ? (now.backchannel_logout_uri ? { backchannel_logout_uri: now.backchannel_logout_uri } : {}) : backchannel === '' ? {} : { backchannel_logout_uri: backchannel }),
+  };
+  try {
+    return logoutFields(body, describedBy(client)?.application_type ?? 'web', rules);
+  } catch (error) {
+    if (error instanceof ClientMetadataError) throw new ClientInputError(error.message.replace(/^post_logout_redirect_uris: [^ ]+: /, 'post_logout_redirect_uri: '));
+    throw error;
+  }
+}
 
 /** A client in the spec's shape, as the metadata it stands for (adapter.ts reads it so). */
 function specShape(client: Client): Record<string, unknown> {
@@ -73,7 +106,8 @@ async function lockedClient(tx: Writer, clientId: string): Promise<Client> {
   return client;
 }
 
-export function createClientSettings(changes: ChangeTransaction, options: { graceMs?: number; clock?: () => Date } = {}): ClientSettings {
+/** `rules`: where a backchannel_logout_uri may lead (the webhook guard). */
+export function createClientSettings(changes: ChangeTransaction, options: { graceMs?: number; clock?: () => Date; rules?: Pick<MetadataRules, 'backchannelDestination'> } = {}): ClientSettings {
   const defaultGraceMs = options.graceMs ?? DEFAULT_GRACE_MS;
   const clock = options.clock ?? (() => new Date());
   return {
@@ -86,14 +120,25 @@ export function createClientSettings(changes: ChangeTransaction, options: { grac
         if (!before) throw new ClientInputError('the application is no longer registered');
         // A machine client (client_credentials) is redirected nowhere: a redirect URI would do nothing.
         if (redirectUri !== undefined && before.redirectUri === null) throw new ClientInputError('this client does not use the authorization code flow: it has no redirect URI to change');
+        const logoutAsked = input.postLogoutRedirectUri !== undefined || input.backchannelLogoutUri !== undefined;
+        if (logoutAsked && before.redirectUri === null) throw new ClientInputError('this client does not use the authorization code flow: it signs no user in, so no one signs out of it');
+        const logoutBefore = logoutFieldsOf(before);
+        const logout = logoutAsked ? logoutAfter(before, input, options.rules ?? {}) : logoutBefore;
         const changed = [
           ...(clientName !== undefined && clientName !== before.clientName ? ['client_name'] : []),
           ...(redirectUri !== undefined && redirectUri !== before.redirectUri ? ['redirect_uri'] : []),
+          ...(!isDeepStrictEqual(logout.post_logout_redirect_uris, logoutBefore.post_logout_redirect_uris) ? ['post_logout_redirect_uris'] : []),
+          ...(logout.backchannel_logout_uri !== logoutBefore.backchannel_logout_uri ? ['backchannel_logout_uri'] : []),
         ];
         if (changed.length === 0) return { client: before, changed };
+        const redirected = redirectUri !== undefined ? registeredRedirect(before, redirectUri).metadata : undefined;
+        const { post_logout_redirect_uris: _p, backchannel_logout_uri: _b, ...rest } = (redirected ?? before.metadata) as Record<string, unknown>;
         const client = await tx.client.update({
           where: { clientId },
-          data: { ...(clientName !== undefined ? { clientName } : {}), ...(redirectUri !== undefined ? { redirectUri, ...registeredRedirect(before, redirectUri) } : {}) },
+          data: {
+            ...(clientName !== undefined ? { clientName } : {}), ...(redirectUri !== undefined ? { redirectUri } : {}),
+            metadata: { ...rest, ...logout } as Prisma.InputJsonObject,
+          },
         });
         const values = { client_id: clientId, client_name: client.clientName, redirect_uri: client.redirectUri, changed };
         await raise('client.updated', values);

@@ -8,8 +8,8 @@
 import { ANONYMOUS } from '../audit/audit-log.js';
 import type { AuditContext, AuditLog } from '../audit/audit-log.js';
 import type { Client, Prisma, PrismaClient } from '../generated/prisma/client.js';
-import { usesSecret } from './client-metadata.js';
-import type { RegisteredMetadata } from './client-metadata.js';
+import { ClientMetadataError, logoutFields, usesSecret } from './client-metadata.js';
+import type { LogoutFields, MetadataRules, RegisteredMetadata } from './client-metadata.js';
 import { ClientInputError, validName } from './client-name.js';
 import { redirectUriProblem } from './redirect-uri.js';
 import { generateClientId, generateClientSecret, hashClientSecret } from './credentials.js';
@@ -32,7 +32,7 @@ export interface ClientStore {
    * Validates and registers a client in the spec's shape; the plaintext secret is returned this
    * once only. `context` defaults to an anonymous actor; `registration` to `spec` (self-registered).
    */
-  register(input: { clientName: unknown; redirectUri: unknown }, context?: AuditContext, registration?: 'spec' | 'operator'): Promise<{ client: Client; clientSecret: string }>;
+  register(input: SpecRegistration, context?: AuditContext, registration?: 'spec' | 'operator'): Promise<{ client: Client; clientSecret: string }>;
   /**
    * Registers a client with its metadata as registered (client-metadata.ts checked it): by
    * itself (RFC 7591, the default) or by an operator. A secret for a client that authenticates
@@ -43,6 +43,34 @@ export interface ClientStore {
   find(clientId: string): Promise<Client | null>;
 }
 
+/**
+ * A registration in the spec's shape: a name and a redirect URI, and, for logout, at most one
+ * `post_logout_redirect_uri` and a `backchannel_logout_uri` (empty: none).
+ */
+export interface SpecRegistration {
+  clientName: unknown;
+  redirectUri: unknown;
+  postLogoutRedirectUri?: unknown;
+  backchannelLogoutUri?: unknown;
+}
+
+/** The spec shape's logout fields, checked (client-metadata.ts `logoutFields`), or a {@link ClientInputError}. */
+export function specLogoutFields(input: Pick<SpecRegistration, 'postLogoutRedirectUri' | 'backchannelLogoutUri'>, rules: Pick<MetadataRules, 'backchannelDestination'>): LogoutFields {
+  const given = (value: unknown) => value !== undefined && value !== null && value !== '';
+  for (const [name, value] of [['post_logout_redirect_uri', input.postLogoutRedirectUri], ['backchannel_logout_uri', input.backchannelLogoutUri]] as const) {
+    if (given(value) && typeof value !== 'string') throw new ClientInputError(`${name} must be a string`);
+  }
+  try {
+    return logoutFields({
+      ...(given(input.postLogoutRedirectUri) ? { post_logout_redirect_uris: [input.postLogoutRedirectUri] } : {}),
+      ...(given(input.backchannelLogoutUri) ? { backchannel_logout_uri: input.backchannelLogoutUri } : {}),
+    }, 'web', rules);
+  } catch (error) {
+    if (error instanceof ClientMetadataError) throw new ClientInputError(error.message.replace(/^post_logout_redirect_uris: [^ ]+: /, 'post_logout_redirect_uri: '));
+    throw error;
+  }
+}
+
 /** The redirect URI as registered, or a {@link ClientInputError} (rules in redirect-uri.ts). */
 export function validRedirectUri(value: unknown): string {
   if (typeof value !== 'string' || value.trim() === '') throw new ClientInputError('redirect_uri is required');
@@ -51,17 +79,24 @@ export function validRedirectUri(value: unknown): string {
   return value;
 }
 
-export function createClientStore(prisma: PrismaClient, audit: AuditLog): ClientStore {
+/** `rules`: where a backchannel_logout_uri may lead (the webhook guard). */
+export function createClientStore(prisma: PrismaClient, audit: AuditLog, rules: Pick<MetadataRules, 'backchannelDestination'> = {}): ClientStore {
   return {
     async register(input, context = { actor: ANONYMOUS }, registration = 'spec') {
       const clientName = validName(input.clientName);
       const redirectUri = validRedirectUri(input.redirectUri);
+      const logout = specLogoutFields(input, rules);
       const clientSecret = generateClientSecret();
       const client = await audit.within((write) => prisma.$transaction(async (tx) => {
         const created = await tx.client.create({
-          data: { clientId: generateClientId(), clientSecretHash: hashClientSecret(clientSecret), clientName, redirectUri, registration },
+          data: { clientId: generateClientId(), clientSecretHash: hashClientSecret(clientSecret), clientName, redirectUri, registration, metadata: logout as Prisma.InputJsonObject },
         });
-        await write(tx, 'client.registered', { client: created.clientId, detail: { client_name: clientName, redirect_uri: redirectUri, registration } }, context);
+        // A back-channel URI's origin only, as a webhook URL's: its path or query may carry a capability.
+        const logoutDetail = {
+          ...(logout.post_logout_redirect_uris ? { post_logout_redirect_uris: logout.post_logout_redirect_uris } : {}),
+          ...(logout.backchannel_logout_uri ? { backchannel_logout_origin: new URL(logout.backchannel_logout_uri).origin } : {}),
+        };
+        await write(tx, 'client.registered', { client: created.clientId, detail: { client_name: clientName, redirect_uri: redirectUri, registration, ...logoutDetail } }, context);
         return created;
       }));
       return { client, clientSecret };

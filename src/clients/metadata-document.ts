@@ -32,6 +32,8 @@ interface DocumentClient {
   redirectUris?: readonly string[] | undefined;
   grantTypes?: string[] | undefined;
   jwksUri?: string | undefined;
+  postLogoutRedirectUris?: readonly string[] | undefined;
+  backchannelLogoutUri?: string | undefined;
 }
 
 /** Authentication a document's client may declare: none (public), or assertions signed with the keys it publishes. */
@@ -46,10 +48,14 @@ export function documentClientProblem(client: DocumentClient): string | undefine
     return 'a client metadata document must declare token_endpoint_auth_method "none" or "private_key_jwt": a secret cannot be published';
   }
   if (!client.grantTypes?.includes('authorization_code')) return 'a client metadata document\'s client must use the authorization code flow (grant_types with authorization_code)';
+  // Its back-channel logout tokens go through the webhook guard when they are sent (webhooks/backchannel-logouts.ts).
+  if (client.backchannelLogoutUri !== undefined && !/^https?:\/\//.test(client.backchannelLogoutUri)) return 'the client metadata document\'s backchannel_logout_uri must be an http(s) URL';
   if (client.applicationType === 'native') return undefined; // the provider checks native redirect URIs (RFC 8252)
-  for (const uri of client.redirectUris ?? []) {
-    const problem = redirectUriProblem(uri);
-    if (problem) return `the client metadata document's redirect URI ${uri} is refused: ${problem}`;
+  for (const [name, uris] of [['redirect URI', client.redirectUris], ['post_logout_redirect_uri', client.postLogoutRedirectUris]] as const) {
+    for (const uri of uris ?? []) {
+      const problem = redirectUriProblem(uri);
+      if (problem) return `the client metadata document's ${name} ${uri} is refused: ${problem}`;
+    }
   }
   return undefined;
 }

@@ -34,7 +34,7 @@ import { errors } from 'oidc-provider';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
 import { isWellFormedClientId } from '../clients/credentials.js';
 import type { SecretDigests } from '../clients/credentials.js';
-import { describedBy } from '../clients/client-metadata.js';
+import { describedBy, logoutFieldsOf } from '../clients/client-metadata.js';
 import type { Client, PrismaClient } from '../generated/prisma/client.js';
 import type { HotReads } from '../store/hot-reads.js';
 import { storable } from '../store/hot-reads.js';
@@ -175,6 +175,7 @@ export function clientMetadata(client: Client): AdapterPayload {
     grant_types: ['authorization_code', 'refresh_token'],
     response_types: ['code'],
     token_endpoint_auth_method: 'client_secret_post',
+    ...logoutFieldsOf(client), // its post_logout_redirect_uris and backchannel_logout_uri, if registered
   };
 }
 

@@ -45,8 +45,15 @@ export interface AuthorizedApps {
 /** How many grants a revocation ended, over all its users and clients. */
 export const grantCount = (ended: readonly ApplicationRevoked[]) => ended.reduce((sum, entry) => sum + entry.grantIds.length, 0);
 
-/** Whose grants end: one user's, one client's, or one user's to one client. */
-export type GrantScope = { accountId: string; clientId?: string } | { accountId?: string; clientId: string };
+/**
+ * Whose grants end: one user's, one client's, or one user's to one client; or the grants named,
+ * those with offline_access excepted (a login session's, ending with it: session-end.ts).
+ */
+export type GrantScope = { accountId: string; clientId?: string; grantIds?: undefined } | { accountId?: string; clientId: string; grantIds?: undefined }
+  | { grantIds: string[]; accountId?: undefined; clientId?: undefined };
+
+/** A grant's OpenID scope holds offline_access (OpenID Connect Core §11). */
+const OFFLINE = "(' ' || COALESCE(payload #>> '{openid,scope}', '') || ' ') LIKE '% offline_access %'";
 
 /** Records what a revocation ended, inside the revocation's transaction. */
 export type AnnounceRevocation = (event: ApplicationRevoked, context: AuditContext) => Promise<void>;
@@ -74,6 +81,7 @@ export async function endGrants(tx: Prisma.TransactionClient, scope: GrantScope)
     Prisma.sql`type = 'Grant'`,
     ...(scope.accountId === undefined ? [] : [Prisma.sql`payload->>'accountId' = ${scope.accountId}`]),
     ...(scope.clientId === undefined ? [] : [Prisma.sql`payload->>'clientId' = ${scope.clientId}`]),
+    ...(scope.grantIds === undefined ? [] : [Prisma.sql`id = ANY (${scope.grantIds}::text[])`, Prisma.raw(`NOT ${OFFLINE}`)]),
   ];
   const rows = await tx.$queryRaw<{ id: string; account_id: string; client_id: string }[]>`
     WITH grants AS (

@@ -5,9 +5,10 @@
  * read at most once every {@link RESOURCE_SCOPES_TTL_MS} (discovery is read by every client: it
  * stays one answer of the provider's, and a resource added shows within that time).
  *
- * `offline_access` is not listed: a refresh token comes with the `refresh_token` grant, without it
- * (provider.ts `issueRefreshToken`), and a client asking for it anyway is not refused. Listing it
- * would lead some clients (the MCP SDK) to ask for consent on every authorization.
+ * `offline_access` is not listed (the provider would): a refresh token comes with the
+ * `refresh_token` grant, without it (provider.ts `issueRefreshToken`); asked for with
+ * prompt=consent it makes a grant that outlives the login session (docs/sessions-and-logout.md).
+ * Listing it would lead some clients (the MCP SDK) to ask for consent on every authorization.
  *
  * @example router.get(DISCOVERY_PATHS, discoveryGlue(async () => (await resources.list()).flatMap((r) => r.scopes)), toProvider);
  */
@@ -29,6 +30,7 @@ export function discoveryGlue(resourceScopes: () => Promise<readonly string[]>, 
     await next();
     const body = ctx.body as { scopes_supported?: unknown } | undefined;
     if (ctx.status !== 200 || !body || !Array.isArray(body.scopes_supported)) return;
-    ctx.body = { ...body, scopes_supported: [...new Set([...body.scopes_supported as string[], ...await current()])] };
+    const own = (body.scopes_supported as string[]).filter((scope) => scope !== 'offline_access');
+    ctx.body = { ...body, scopes_supported: [...new Set([...own, ...await current()])] };
   };
 }

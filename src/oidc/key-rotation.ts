@@ -53,6 +53,8 @@ export interface SigningKeys {
    * only after two reads have published it, so what the service signed always verifies here.
    */
   publicKeys(): JWK[];
+  /** The key that signs now (the first published one, as the provider of this moment signs with), as of the last read. */
+  signingKey(): { kid: string; alg: string; privateJwk: JWK };
   /** Stops the reads and waits for one in progress. */
   stop(): Promise<void>;
 }
@@ -151,6 +153,12 @@ export async function loadSigningKeys({ prisma, config, logger }: SigningKeyDepe
     },
 
     publicKeys: () => publishedAt(keys, clock()).map((key) => ({ ...key.publicJwk, kid: key.kid, alg: key.alg }) as JWK),
+
+    signingKey() {
+      const [key] = publishedAt(keys, clock());
+      if (!key) throw new Error('no signing key is current (keys:list shows the key table)');
+      return { kid: key.kid, alg: key.alg, privateJwk: key.privateJwk as JWK };
+    },
 
     async stop() {
       stopped = true;

@@ -7,15 +7,21 @@
  */
 import type { Context } from 'koa';
 import type Provider from 'oidc-provider';
+import { userActor } from '../audit/audit-log.js';
+import { requestContext } from '../http/audit-context.js';
+import type { SessionEnd } from './session-end.js';
 
 export interface LoginSessions {
   /** The account signed in through this browser, if any, and when it signed in (epoch seconds). */
   signedIn(ctx: Context): Promise<{ accountId: string; signedInAt: number | undefined } | undefined>;
-  /** Ends the browser's login session (authorizations will ask to sign in again). */
+  /**
+   * Ends the browser's login session (authorizations will ask to sign in again), and what it made
+   * (session-end.ts: grants without offline_access, back-channel logout to its applications).
+   */
   end(ctx: Context): Promise<void>;
 }
 
-export function loginSessions(provider: Provider): LoginSessions {
+export function loginSessions(provider: Provider, sessions: Pick<SessionEnd, 'end'>): LoginSessions {
   return {
     async signedIn(ctx) {
       const { accountId, loginTs } = await provider.Session.get(ctx);
@@ -23,7 +29,9 @@ export function loginSessions(provider: Provider): LoginSessions {
     },
     async end(ctx) {
       const session = await provider.Session.get(ctx);
-      if (session.accountId) await session.destroy();
+      if (!session.accountId) return;
+      await session.destroy();
+      await sessions.end({ sessionUid: session.uid }, 'applications_page', requestContext(ctx, userActor(session.accountId)));
     },
   };
 }

@@ -7,6 +7,9 @@
  * | provider event                                 | audit row                      | webhook event                  | metric (`oauth_tokens_issued_total`) |
  * |------------------------------------------------|--------------------------------|--------------------------------|--------------------------|
  * | `authorization.success` (each approval)        | —                              | `authorization.granted`        | —                        |
+ *
+ * Each approval also records, with its statement, which application the login session signed in
+ * to (session-end.ts `SessionClient`: its `sid`, its grant), for when the session ends.
  * | `grant.success`, authorization_code            | `token.issued`                 | `token.issued`                 | grant_type=authorization_code |
  * | `grant.success`, client_credentials            | `token.issued` (no user, no grant; its resource) | `token.issued` (the same) | grant_type=client_credentials |
  * | `grant.success`, refresh_token                 | `token.refreshed`              | `token.refreshed`              | grant_type=refresh_token |
@@ -31,13 +34,18 @@ import { clientActor, SYSTEM } from '../audit/audit-log.js';
 import { requestContext } from '../http/audit-context.js';
 import type { AuditFields, AuditLog } from '../audit/audit-log.js';
 import { useToRecord } from '../clients/client-usage.js';
-import { currentState, Writes } from '../store/request-state.js';
+import { currentState, modelKey, Writes } from '../store/request-state.js';
+import type { ModelWrite } from '../store/request-state.js';
+import { SESSION_TTL_SECONDS } from './provider.js';
+import { sessionClientWrite } from './session-end.js';
 import type { WriteSender } from '../store/write-sender.js';
 import type { EventType } from '../webhooks/events.js';
 import type { RaiseData, WebhookService } from '../webhooks/webhook-service.js';
 
 /** What one provider event records. */
 interface Records {
+  /** Provider-model rows written with the request (a session's record of an application). */
+  models?: ModelWrite[];
   audit?: { event: AuditEventName; fields: AuditFields };
   webhook?: { type: EventType; data: RaiseData };
   /** A token response issued, by grant type. */
@@ -75,7 +83,16 @@ export const PROVIDER_EVENTS: Readonly<Record<string, Rule>> = {
   // Every approval: after the consent page, and when an existing grant already covers the request.
   'authorization.success': (ctx) => {
     const code = entity(ctx, 'AuthorizationCode');
-    return { webhook: { type: 'authorization.granted', data: { ...client(ctx), account_id: code?.accountId ?? ctx.oidc.session?.accountId, scope: code?.scope } } };
+    const { session } = ctx.oidc;
+    const clientId = ctx.oidc.client!.clientId;
+    const signedIn = session?.accountId && session.sidFor(clientId) ? [sessionClientWrite({
+      sessionUid: session.uid, accountId: session.accountId, clientId, sid: session.sidFor(clientId)!, grantId: session.grantIdFor(clientId),
+      backchannelLogoutUri: (ctx.oidc.client as { backchannelLogoutUri?: string }).backchannelLogoutUri,
+    }, new Date(Date.now() + SESSION_TTL_SECONDS * 1000))] : [];
+    return {
+      webhook: { type: 'authorization.granted', data: { ...client(ctx), account_id: code?.accountId ?? session?.accountId, scope: code?.scope } },
+      models: signedIn,
+    };
   },
   'grant.success': (ctx) => {
     const grantType = ctx.oidc.params?.grant_type;
@@ -134,6 +151,7 @@ export function recordProviderEvents({ provider, audit, webhooks, tokenIssued, s
     if (!records) return;
     const state = currentState();
     const writes = state?.writes ?? new Writes();
+    for (const model of records.models ?? []) writes.models.set(modelKey(model.type, model.id), model);
     if (records.audit) audit.add(writes, records.audit.event, records.audit.fields, requestContext(ctx, ctx.oidc.client ? clientActor(ctx.oidc.client.clientId) : SYSTEM));
     // A client the request read without webhook endpoints: nothing to write.
     if (records.webhook && state?.clientHasWebhooks.get(records.webhook.data.client_id) !== false) webhooks.add(writes, records.webhook.type, records.webhook.data);

@@ -48,6 +48,19 @@ export interface ProviderDependencies {
   fetch: NonNullable<Configuration['fetch']>;
   /** The keys at a metadata document client's jwks_uri, for the assertion of the request (oidc/client-keys.ts). */
   clientKeys: ClientKeys;
+  /** Our pages of RP-initiated logout (ui/logout-pages.ts). */
+  logoutPages: LogoutPages;
+}
+
+/**
+ * The pages of RP-initiated logout, in the look of the others. `confirm` asks the user (its form
+ * posts `xsrf`, the provider's anti-forgery secret of this session, to `action`; `logout=yes`
+ * ends the session); `signedOut` says it is done, when no registered post_logout_redirect_uri was
+ * given. @see OpenID Connect RP-Initiated Logout 1.0 §2, §3
+ */
+export interface LogoutPages {
+  confirm(ctx: KoaContextWithOIDC, page: { action: string; xsrf: string; clientName: string | undefined }): void | Promise<void>;
+  signedOut(ctx: KoaContextWithOIDC, page: { clientName: string | undefined }): void | Promise<void>;
 }
 
 /** Signing algorithms without HS*: client_secret holds a digest, so no key may derive from it. */
@@ -63,6 +76,9 @@ const CLIENT_AUTH_METHODS: ('client_secret_post' | 'client_secret_basic' | 'priv
 const PUBLIC = 'none';
 
 const epochTime = () => Math.floor(Date.now() / 1000);
+
+/** How long a login session lives (the provider's `ttl.Session`). */
+export const SESSION_TTL_SECONDS = 14 * 24 * 3600;
 
 /** A client sees and revokes only tokens issued to it. @see RFC 7009 §2.1, RFC 7662 §4 */
 const ownToken = (_ctx: KoaContextWithOIDC, client: { clientId: string }, token: { clientId?: string }) => token.clientId === client.clientId;
@@ -140,7 +156,9 @@ export function createProvider(deps: ProviderDependencies): Provider {
     // private_key_jwt assertions: the skew on exp, nbf and iat; aud, iat and the lifetime as client-assertions.ts decides.
     clockTolerance: CLOCK_SKEW_SECONDS,
     assertJwtClientAuthClaimsAndHeader: assertionClaimsCheck([config.baseUrl, `${config.baseUrl}${ROUTES.token}`]),
-    scopes: ['openid', 'profile', 'email'],
+    // offline_access (OpenID Connect Core §11): a grant that outlives the login session
+    // (docs/sessions-and-logout.md); the provider keeps it only with prompt=consent.
+    scopes: ['openid', 'profile', 'email', 'offline_access'],
     claims: CLAIMS,
     // A PKCE challenge is verified whenever the client sent one; confidential clients without
     // PKCE work. A public client must use it: its code_verifier is all that binds the code to it
@@ -154,9 +172,12 @@ export function createProvider(deps: ProviderDependencies): Provider {
     // The spec's code has no redirect_uri at the token endpoint; the provider fills in a
     // client's single registered URI. spec-glue.ts still demands it at authorization.
     allowOmittingSingleRegisteredRedirectUri: true,
-    // A code and its tokens live for their own TTL, not for the login session's. The default
-    // binds them to the session (unless offline_access), and without Redis sessions are in
-    // process memory: a restart would void every issued access token.
+    // Tokens are not looked up against the login session on each use: without Redis sessions
+    // are in process memory, and a restart would void every issued access token. Instead, when a
+    // session ends (logout, the applications page, an operator), the grants it made without
+    // offline_access are revoked there and then (oidc/session-end.ts, docs/sessions-and-logout.md);
+    // so the provider's own end-session step revokes nothing itself (every authorization
+    // "persists logout").
     expiresWithSession: () => false,
     // Every code exchange returns a refresh token (no offline_access needed: the spec's
     // clients send no scope), and every refresh rotates it; reusing a rotated one revokes the
@@ -188,7 +209,7 @@ export function createProvider(deps: ProviderDependencies): Provider {
       AuthorizationCode: config.authorizationCodeTtl,
       IdToken: config.idTokenTtl,
       Interaction: 3600,
-      Session: 14 * 24 * 3600,
+      Session: SESSION_TTL_SECONDS,
       Grant: grantTtl,
       // Absolute: counted from the code exchange. A rotated token inherits what is left of
       // its predecessor's lifetime (a number here would make rotation sliding). At least 1 s:
@@ -235,7 +256,19 @@ export function createProvider(deps: ProviderDependencies): Provider {
       // RFC 6749 §4.4: a confidential client's token for itself, for the clients that registered
       // the grant (clients/client-metadata.ts); it needs a resource (resource-indicators.ts).
       clientCredentials: { enabled: true },
-      rpInitiatedLogout: { enabled: false },
+      // OpenID Connect RP-Initiated Logout 1.0 at /api/logout.php (routes.ts), on our pages.
+      rpInitiatedLogout: {
+        enabled: true,
+        logoutSource: (ctx) => deps.logoutPages.confirm(ctx, {
+          action: ctx.oidc.urlFor('end_session_confirm'),
+          xsrf: String(ctx.oidc.session!.state!.secret),
+          clientName: ctx.oidc.client ? ctx.oidc.client.clientName ?? ctx.oidc.client.clientId : undefined,
+        }),
+        postLogoutSuccessSource: (ctx) => deps.logoutPages.signedOut(ctx, { clientName: ctx.oidc.client ? ctx.oidc.client.clientName ?? ctx.oidc.client.clientId : undefined }),
+      },
+      // OpenID Connect Back-Channel Logout 1.0: its client metadata (backchannel_logout_uri),
+      // discovery and `sid`; the logout tokens themselves go through our outbox (session-end.ts).
+      backchannelLogout: { enabled: true },
       pushedAuthorizationRequests: { enabled: false },
       requestObjects: { enabled: false },
       encryption: { enabled: false },
@@ -278,6 +311,13 @@ export function createProvider(deps: ProviderDependencies): Provider {
     if (typeof this.clientSecret !== 'string') return (deps.checkClientSecret(this.clientId, actual, DECOY, requestId), false);
     return deps.checkClientSecret(this.clientId, actual, metadataDigests(this as { clientSecret: string }), requestId);
   } as never;
+
+  // Back-channel logout tokens are sent from the durable outbox, with retries (oidc/session-end.ts
+  // writes them when a session ends, however it ends), never inline from the end-session request.
+  provider.Client.prototype.backchannelLogout = async function backchannelLogout() {} as never;
+  // Every ID token carries `sid` (OpenID Connect Back-Channel Logout 1.0 §2.1), whether or not its
+  // client registered a backchannel_logout_uri: a client can match a later logout to its session.
+  provider.Client.prototype.includeSid = function includeSid() { return true; } as never;
 
   return provider;
 }

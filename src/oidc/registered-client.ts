@@ -13,7 +13,7 @@ import type { RegisteredMetadata } from '../clients/client-metadata.js';
 /** The RFC 7591 fields that are the provider's client metadata too. */
 const PROVIDER_FIELDS = [
   'redirect_uris', 'token_endpoint_auth_method', 'grant_types', 'response_types', 'application_type', 'client_uri', 'logo_uri', 'policy_uri', 'tos_uri',
-  'jwks', 'jwks_uri', 'token_endpoint_auth_signing_alg',
+  'jwks', 'jwks_uri', 'token_endpoint_auth_signing_alg', 'post_logout_redirect_uris', 'backchannel_logout_uri',
 ] as const;
 
 export function registeredClientMetadata(registered: RegisteredMetadata): AdapterPayload {

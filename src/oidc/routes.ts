@@ -13,7 +13,18 @@ export const ROUTES = {
   revocation: '/api/revoke.php',
   /** RFC 7662 token introspection. */
   introspection: '/api/introspect.php',
+  /** OpenID Connect RP-Initiated Logout 1.0: discovery's `end_session_endpoint` (GET and POST). */
+  end_session: '/api/logout.php',
 } as const;
+
+/**
+ * The provider's two other logout paths, which it derives from `end_session` (its defaults are
+ * `/session/end/confirm` and `/session/end/success`, never routed here): where the logout page's
+ * form posts the user's answer, and the "signed out" page shown when no registered
+ * post_logout_redirect_uri was given.
+ */
+export const END_SESSION_CONFIRM_PATH = `${ROUTES.end_session}/confirm`;
+export const END_SESSION_SUCCESS_PATH = `${ROUTES.end_session}/success`;
 
 /**
  * The registration page, and RFC 7591's registration endpoint in the same place (discovery's
@@ -29,12 +40,12 @@ export const DISCOVERY_PATHS: readonly string[] = [
 
 /**
  * The only paths handed to the provider at the end of the middleware chain (JWKS, revocation,
- * discovery, the CORS preflights of the others). It also routes what the service does not offer,
- * whatever its features say (`POST /session/end/confirm` of RP-initiated logout, which is off):
- * a path not listed here is our 404 and never reaches it. A feature the provider is to serve
- * (logout, say) adds its paths here.
+ * logout, discovery, the CORS preflights of the others). It also routes what the service does not
+ * offer, whatever its features say (its defaults such as `/session/end/confirm`): a path not
+ * listed here is our 404 and never reaches it. A feature the provider is to serve adds its paths
+ * here.
  */
-export const PROVIDER_PATHS: ReadonlySet<string> = new Set([...Object.values(ROUTES), ...DISCOVERY_PATHS]);
+export const PROVIDER_PATHS: ReadonlySet<string> = new Set([...Object.values(ROUTES), END_SESSION_CONFIRM_PATH, END_SESSION_SUCCESS_PATH, ...DISCOVERY_PATHS]);
 
 /**
  * Paths that issue tokens: TOKEN_RATE_LIMIT_PER_MINUTE applies to them instead of

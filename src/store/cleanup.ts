@@ -1,6 +1,7 @@
 /**
  * Deletes expired provider models (codes, access and refresh tokens, grants) from
- * `oidc_models`, finished webhook deliveries older than {@link DELIVERY_LOG_DAYS} days, the
+ * `oidc_models` (sessions' records of their applications among them), finished webhook deliveries
+ * and back-channel logout messages older than {@link DELIVERY_LOG_DAYS} days, the
  * endpoints of deleted clients once they have nothing left to send, and
  * audit rows older than AUDIT_RETENTION_DAYS, so storage does not grow without end. Expired rows already read as absent
  * (oidc/adapter.ts); this only reclaims their space.
@@ -57,7 +58,7 @@ export function deleteExpired(prisma: PrismaClient, options: CleanupOptions = {}
 }
 
 /** One bounded pass over the rows of a log older than `days` (and matching `where`), oldest first. */
-function deleteOlderThan(prisma: PrismaClient, log: 'webhook_deliveries' | 'audit_events', days: number, where: Prisma.Sql, options: CleanupOptions): Promise<number> {
+function deleteOlderThan(prisma: PrismaClient, log: 'webhook_deliveries' | 'backchannel_logouts' | 'audit_events', days: number, where: Prisma.Sql, options: CleanupOptions): Promise<number> {
   const table = Prisma.raw(log);
   return boundedPass(options, (limit) => prisma.$executeRaw`
     DELETE FROM ${table} WHERE id IN (
@@ -71,6 +72,11 @@ function deleteOlderThan(prisma: PrismaClient, log: 'webhook_deliveries' | 'audi
 /** One bounded pass over the webhook delivery log; resolves to the number of rows deleted. */
 export function deleteOldDeliveries(prisma: PrismaClient, options: CleanupOptions & { days?: number } = {}): Promise<number> {
   return deleteOlderThan(prisma, 'webhook_deliveries', options.days ?? DELIVERY_LOG_DAYS, Prisma.sql`status <> 'pending'`, options);
+}
+
+/** One bounded pass over finished back-channel logout messages (their own outbox), kept as long as webhook deliveries. */
+export function deleteOldLogouts(prisma: PrismaClient, options: CleanupOptions & { days?: number } = {}): Promise<number> {
+  return deleteOlderThan(prisma, 'backchannel_logouts', options.days ?? DELIVERY_LOG_DAYS, Prisma.sql`status <> 'pending'`, options);
 }
 
 /**
@@ -109,7 +115,7 @@ export interface Cleanup {
 }
 
 /**
- * Runs {@link deleteExpired}, {@link deleteOldDeliveries}, {@link deleteRetiredEndpoints} and {@link deleteOldAuditEvents} every
+ * Runs {@link deleteExpired}, {@link deleteOldDeliveries}, {@link deleteOldLogouts}, {@link deleteRetiredEndpoints} and {@link deleteOldAuditEvents} every
  * `intervalMs` (the next pass is scheduled when the previous one ends, so passes never overlap).
  * A failed step (say, the database is down) is logged, the pass goes on with the next step, and
  * the next pass runs on schedule.
@@ -131,6 +137,7 @@ export function startCleanup(
   const steps = [
     () => deleteExpired(prisma, options),
     () => deleteOldDeliveries(prisma, options),
+    () => deleteOldLogouts(prisma, options),
     () => deleteRetiredEndpoints(prisma, options),
     () => deleteOldAuditEvents(prisma, { ...options, days: options.auditRetentionDays }),
     ...(options.sweeps ?? []).map((sweep) => () => boundedPass(options, sweep)),

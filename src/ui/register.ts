@@ -15,6 +15,7 @@ import { noteClient } from '../http/access-log.js';
 import type { ClientStore } from '../clients/client-store.js';
 import { ClientInputError } from '../clients/client-store.js';
 import { isDynamicRegistration } from './dynamic-registration.js';
+import { logoutFieldsOf } from '../clients/client-metadata.js';
 import type { RegistrationLock } from '../clients/registration-lock.js';
 import { REGISTRATION_PATH } from '../oidc/routes.js';
 import { checkCsrf, csrfToken } from './csrf.js';
@@ -37,8 +38,10 @@ export interface RegisterDependencies {
 export function registerRoutes({ clients, views, body, dynamic, lock }: RegisterDependencies): Router {
   const router = new Router();
 
-  function form(ctx: Context, locals: { clientName?: string; redirectUri?: string; error?: string } = {}, status = 200) {
-    views.respond(ctx, 'register', { title: 'Register an application', csrf: csrfToken(ctx), clientName: '', redirectUri: '', locked: lock.locked, ...locals }, status);
+  function form(ctx: Context, locals: { clientName?: string; redirectUri?: string; postLogoutRedirectUri?: string; backchannelLogoutUri?: string; error?: string } = {}, status = 200) {
+    views.respond(ctx, 'register', {
+      title: 'Register an application', csrf: csrfToken(ctx), clientName: '', redirectUri: '', postLogoutRedirectUri: '', backchannelLogoutUri: '', locked: lock.locked, ...locals,
+    }, status);
   }
 
   router.get(REGISTER_PATH, (ctx) => form(ctx));
@@ -52,7 +55,10 @@ export function registerRoutes({ clients, views, body, dynamic, lock }: Register
     if (json) lock.requireBearer(ctx);
     if (json && isDynamicRegistration((ctx.request as { body?: unknown }).body)) return dynamic(ctx);
     if (!json) checkCsrf(ctx);
-    const input = { clientName: field(ctx, 'client_name'), redirectUri: field(ctx, 'redirect_uri') };
+    const input = {
+      clientName: field(ctx, 'client_name'), redirectUri: field(ctx, 'redirect_uri'),
+      postLogoutRedirectUri: field(ctx, 'post_logout_redirect_uri'), backchannelLogoutUri: field(ctx, 'backchannel_logout_uri'),
+    };
     const refused = json ? undefined : lock.problem(field(ctx, 'initial_access_token'));
     if (refused) return form(ctx, { ...input, error: `Registration is closed to the public: ${refused.replace(' (Authorization: Bearer …)', '')}. Ask the operator of this service for it.` }, 401);
     let registered;
@@ -65,7 +71,12 @@ export function registerRoutes({ clients, views, body, dynamic, lock }: Register
     }
     const { client, clientSecret } = registered;
     noteClient(ctx, client.clientId);
-    const result = { client_id: client.clientId, client_secret: clientSecret, client_name: client.clientName, redirect_uri: client.redirectUri };
+    const logout = logoutFieldsOf(client);
+    const result = {
+      client_id: client.clientId, client_secret: clientSecret, client_name: client.clientName, redirect_uri: client.redirectUri,
+      ...(logout.post_logout_redirect_uris ? { post_logout_redirect_uri: logout.post_logout_redirect_uris[0] } : {}),
+      ...(logout.backchannel_logout_uri ? { backchannel_logout_uri: logout.backchannel_logout_uri } : {}),
+    };
     if (json) {
       ctx.status = 201;
       ctx.body = result;
@@ -73,6 +84,7 @@ export function registerRoutes({ clients, views, body, dynamic, lock }: Register
     }
     views.respond(ctx, 'registered', {
       title: 'Application registered', clientId: result.client_id, clientSecret, clientName: result.client_name, redirectUri: result.redirect_uri,
+      postLogoutRedirectUri: result.post_logout_redirect_uri, backchannelLogoutUri: result.backchannel_logout_uri,
     }, 201);
   });
 

@@ -21,6 +21,9 @@ import type { WebhookService } from '../webhooks/webhook-service.js';
 import { WebhookInputError } from '../webhooks/webhook-service.js';
 import { checkCsrf, csrfToken, renewCsrf } from './csrf.js';
 import { field } from './form.js';
+
+/** Whether the form sent the field at all. */
+const has = (ctx: Context, name: string) => Object.hasOwn((ctx.request as { body?: object }).body ?? {}, name);
 import { graceChoices, graceField } from './grace-field.js';
 import { endSettingsSession, readSettingsSession, SETTINGS_PATH, startSettingsSession } from './settings-session.js';
 import type { Views } from './views.js';
@@ -129,7 +132,12 @@ export function settingsRoutes(deps: SettingsDependencies): Router {
           return signInPage(ctx, { notice: 'Signed out.' });
         case 'update_client': {
           // A machine client's form has no redirect URI field: it has none to change.
-          const redirectUri = client.redirectUri === null ? {} : { redirectUri: field(ctx, 'redirect_uri') };
+          const redirectUri = client.redirectUri === null ? {} : {
+            redirectUri: field(ctx, 'redirect_uri'),
+            // Absent from the form (an older page): left as they are.
+            ...(has(ctx, 'post_logout_redirect_uri') ? { postLogoutRedirectUri: field(ctx, 'post_logout_redirect_uri') } : {}),
+            ...(has(ctx, 'backchannel_logout_uri') ? { backchannelLogoutUri: field(ctx, 'backchannel_logout_uri') } : {}),
+          };
           const { changed } = await deps.settings.update(client.clientId, { clientName: field(ctx, 'client_name'), ...redirectUri }, context);
           return back(changed.length ? 'saved' : 'unchanged');
         }

@@ -4,6 +4,8 @@
  * the endpoint; anything else is retried on the schedule of retry-schedule.ts, then failed.
  * It wakes at once when this process raises an event, and otherwise when the next pending
  * message falls due, at least every `pollMs` (other instances' events, expired leases).
+ * Back-channel logout tokens go through the same worker over an outbox of their own
+ * (backchannel-logouts.ts), with `prepare` making each attempt's request.
  *
  * @example const worker = createDeliveryWorker({ outbox, clock, ... }); worker.start(); await worker.stop();
  */
@@ -23,12 +25,28 @@ export interface DeliveryWorker {
   stop(): Promise<void>;
 }
 
-export interface WorkerDependencies {
-  outbox: Outbox;
+/** A message as claimed: where it goes and how often it was tried. */
+export interface Message {
+  id: string;
+  url: string;
+  attempts: number;
+}
+
+/** One attempt's request. */
+export interface AttemptRequest {
+  url: string;
+  body: string;
+  headers: Record<string, string>;
+}
+
+export interface WorkerDependencies<M extends Message = Claimed> {
+  outbox: Outbox<M>;
+  /** The request of one attempt, made afresh each time (default: a webhook event, signed). */
+  prepare?: (message: M, at: Date) => Promise<AttemptRequest> | AttemptRequest;
   clock: () => Date;
   policy: NetworkPolicy;
   retryBaseMs: number;
-  send: (request: { url: string; body: string; headers: Record<string, string> }, policy: NetworkPolicy, timeoutMs: number, signal: AbortSignal) => Promise<AttemptResult>;
+  send: (request: AttemptRequest, policy: NetworkPolicy, timeoutMs: number, signal: AbortSignal) => Promise<AttemptResult>;
   log: (error: unknown) => void;
   /** The whole attempt's time limit (default 10 s). */
   attemptTimeoutMs?: number;
@@ -60,7 +78,14 @@ export function outcomeOf(result: AttemptResult, attempts: number, retryBaseMs: 
   return { status: 'pending', statusCode: statusCode ?? null, error, nextAttemptAt: new Date(now.getTime() + delay) };
 }
 
-export function createDeliveryWorker(deps: WorkerDependencies): DeliveryWorker {
+/** A webhook event's attempt: its body, signed afresh (Standard Webhooks). */
+function webhookRequest(message: Claimed, at: Date): AttemptRequest {
+  const body = eventBody(message.payload);
+  return { url: message.url, body, headers: signedHeaders(signingSecrets(message, at), message.id, at, body) };
+}
+
+export function createDeliveryWorker<M extends Message = Claimed>(deps: WorkerDependencies<M>): DeliveryWorker {
+  const prepare = deps.prepare ?? (webhookRequest as unknown as (message: M, at: Date) => AttemptRequest);
   const { outbox, clock, log } = deps;
   const timeoutMs = deps.attemptTimeoutMs ?? 10_000;
   const pollMs = deps.pollMs ?? 1000;
@@ -118,7 +143,7 @@ export function createDeliveryWorker(deps: WorkerDependencies): DeliveryWorker {
     schedule(Math.min(pollMs, Math.max(inFlight.size >= concurrency ? pollMs : 25, wait)));
   }
 
-  function launch(message: Claimed) {
+  function launch(message: M) {
     const abort = new AbortController();
     const done = attempt(message, abort.signal)
       .catch((error) => { log(error); })
@@ -129,11 +154,9 @@ export function createDeliveryWorker(deps: WorkerDependencies): DeliveryWorker {
     inFlight.set(message.id, { abort, done });
   }
 
-  async function attempt(message: Claimed, signal: AbortSignal) {
-    const body = eventBody(message.payload);
-    const at = clock();
-    const headers = signedHeaders(signingSecrets(message, at), message.id, at, body);
-    const result = await deps.send({ url: message.url, body, headers }, deps.policy, timeoutMs, signal);
+  async function attempt(message: M, signal: AbortSignal) {
+    const request = await prepare(message, clock());
+    const result = await deps.send(request, deps.policy, timeoutMs, signal);
     if (stopped) return; // shutting down: the message is released untried, not counted
     const now = clock();
     const outcome = outcomeOf(result, message.attempts + 1, deps.retryBaseMs, now);

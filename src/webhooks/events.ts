@@ -57,7 +57,7 @@ export function isEventType(value: unknown): value is EventType {
  * Why a token.revoked event was raised. `admin_revoked`: an operator ended the grant (the CLI's
  * tokens:revoke, or the user was disabled or deleted).
  */
-export type RevocationReason = 'revocation_request' | 'refresh_token_reuse' | 'code_replay' | 'user_revoked' | 'grant_revoked' | 'admin_revoked';
+export type RevocationReason = 'revocation_request' | 'refresh_token_reuse' | 'code_replay' | 'user_revoked' | 'grant_revoked' | 'admin_revoked' | 'session_ended';
 
 /** What every event's `data` holds; the rest depends on the type (see the catalogue). */
 export interface EventData {

@@ -74,9 +74,9 @@ export type Outcome =
   | { status: 'failed'; statusCode: number | null; error: string }
   | { status: 'gone'; statusCode: 410 };
 
-export interface Outbox {
+export interface Outbox<M = Claimed> {
   /** Leases up to `limit` due messages to `owner` until `leaseUntil`. */
-  claim(owner: string, limit: number, now: Date, leaseUntil: Date): Promise<Claimed[]>;
+  claim(owner: string, limit: number, now: Date, leaseUntil: Date): Promise<M[]>;
   /** Records an attempt of a message this owner holds (no-op if its lease was lost). */
   record(owner: string, id: string, outcome: Outcome, at: Date): Promise<void>;
   /** Gives back every message this owner holds, untried (shutdown). */

@@ -57,9 +57,19 @@ test('clients:create: a client the operator vouches for, its secret printed this
   const asJson = JSON.parse(expectSuccess(await cli(['clients:create', '--name', 'Payroll 2', '--redirect-uri', 'https://payroll.example/cb', '--json'])).stdout) as Record<string, unknown>;
   expect(asJson).toMatchObject({ client_id: expect.any(String), client_name: 'Payroll 2', client_secret: expect.any(String) });
 
+  // Logout URIs, in either shape: checked as redirect URIs and webhook URLs are, shown back.
+  const withLogout = JSON.parse(expectSuccess(await cli(['clients:create', '--name', 'Signs Out', '--redirect-uri', 'https://payroll.example/cb',
+    '--post-logout-redirect-uri', 'https://payroll.example/bye', '--backchannel-logout-uri', 'https://payroll.example/logout', '--json'])).stdout) as Record<string, unknown>;
+  expect(withLogout).toMatchObject({ post_logout_redirect_uris: ['https://payroll.example/bye'], backchannel_logout_uri: 'https://payroll.example/logout' });
+  const described = JSON.parse(expectSuccess(await cli(['clients:create', '--name', 'Native', '--redirect-uri', 'http://127.0.0.1/cb', '--application-type', 'native',
+    '--post-logout-redirect-uri', 'http://127.0.0.1/bye', '--json'])).stdout) as Record<string, unknown>;
+  expect(described).toMatchObject({ post_logout_redirect_uris: ['http://127.0.0.1/bye'] });
   const count = await t.app.db.prisma.client.count();
   expectCleanFailure(await cli(['clients:create', '--name', 'Bad', '--redirect-uri', 'http://bad.example/cb']), /redirect_uri/, 1);
   expectCleanFailure(await cli(['clients:create', '--name', 'No URI']), /missing --redirect-uri/, 2);
+  expectCleanFailure(await cli(['clients:create', '--name', 'Bad', '--redirect-uri', 'https://payroll.example/cb', '--post-logout-redirect-uri', 'http://bad.example/bye']), /post_logout_redirect_uri.*https/, 1);
+  expectCleanFailure(await cli(['clients:create', '--name', 'Bad', '--redirect-uri', 'https://payroll.example/cb', '--backchannel-logout-uri', 'ftp://bad.example/']), /backchannel_logout_uri/, 1);
+  expectCleanFailure(await cli(['clients:create', '--name', 'Bad', '--redirect-uri', 'https://payroll.example/cb', '--backchannel-logout-uri', 'http://10.0.0.1/logout']), /backchannel_logout_uri/, 1);
   expect(await t.app.db.prisma.client.count()).toBe(count);
 }, 120_000);
 

@@ -11,7 +11,8 @@ import { Browser } from '../helpers/browser.js';
 import type { Step, TestClient, TestUser } from '../helpers/browser.js';
 import { auditLines, expectCleanFailure, expectSuccess, runCli, serviceWithCli } from '../helpers/cli.js';
 import type { ServiceWithCli } from '../helpers/cli.js';
-import { basicAuth, createUser, obtainTokens, postForm, registerClient, userinfo } from '../helpers/fixtures.js';
+import { createRemoteJWKSet, decodeJwt, jwtVerify } from 'jose';
+import { basicAuth, createUser, obtainTokens, postForm, registerClient, registerDynamicClient, tokenRequest, userinfo } from '../helpers/fixtures.js';
 import { webhooksApi } from '../helpers/receiver.js';
 import type { Receiver } from '../helpers/receiver.js';
 import type { TestApp } from '../helpers/test-app.js';
@@ -99,13 +100,13 @@ describe('users:disable and users:enable', () => {
 
     // Audited as the operator, in one command (one request id): the revocation, the disabling, the sessions ended.
     const rows = await t.app.db.prisma.auditEvent.findMany({ where: { userId: id, actor: 'operator' }, orderBy: { id: 'asc' } });
-    expect(rows.map((row) => row.event)).toEqual(['token.revoked', 'user.disabled', 'user.signed_out']);
+    expect(rows.map((row) => row.event)).toEqual(['token.revoked', 'user.disabled', 'user.signed_out', 'session.ended']);
     expect(rows[2]).toMatchObject({ detail: { username: user.username, reason: 'disabled' } });
     expect(new Set(rows.map((row) => row.requestId)).size).toBe(1);
     expect(rows[0]!.requestId).toMatch(/^cli-[0-9a-f-]{36}$/);
     expect(rows[1]).toMatchObject({ address: null, detail: { username: user.username, grants_revoked: 2, os_user: expect.any(String) } });
     expect(rows[0]).toMatchObject({ clientId: client.client_id, detail: { reason: 'admin_revoked', grant_ids: expect.any(Array) } });
-    expect(auditLines(run).map((line) => line.event)).toEqual(['token.revoked', 'user.disabled', 'user.signed_out']);
+    expect(auditLines(run).map((line) => line.event)).toEqual(['token.revoked', 'user.disabled', 'user.signed_out', 'session.ended']);
 
     // Again: nothing to do, said plainly, nothing written.
     expect(expectSuccess(await cli(['users:disable', id])).stdout).toMatch(/is already disabled \(since \d{4}-/);
@@ -196,8 +197,7 @@ describe('ending a user\'s sessions', () => {
   }
   const ENDED = { authorize: 'login page', promptNone: 'login_required', flowApplications: 'sign-in form', pageApplications: 'sign-in form' };
 
-  /** Waits into the second after the user's sessions were ended: a sign-in in that very second is ended too. */
-  test('users:sign-out ends every session of the user on the running service (login sessions and the applications page\'s sign-in); grants and tokens stay; a new sign-in works', async () => {
+  test('users:sign-out ends every session of the user on the running service (login sessions and the applications page\'s sign-in), and the tokens those sessions got without offline_access; a new sign-in works', async () => {
     const user = await createUser(t);
     const other = await createUser(t);
     const id = await idOf(user.username);
@@ -209,11 +209,11 @@ describe('ending a user\'s sessions', () => {
     expect(run.stdout).toBe(`ended every session of ${user.username} (${id}): every browser signed in as them must sign in again\n`);
     expect(await seen(browsers)).toEqual(ENDED);
     expect(await seen(others)).toEqual({ authorize: 'code', promptNone: 'code', flowApplications: 'signed in', pageApplications: 'signed in' });
-    expect((await userinfo(t, `Bearer ${tokens.access_token}`)).status).toBe(200); // tokens:revoke ends those
+    expect((await userinfo(t, `Bearer ${tokens.access_token}`)).status).toBe(401); // no offline_access: ended with the session
 
     const rows = await t.app.db.prisma.auditEvent.findMany({ where: { userId: id, event: 'user.signed_out' } });
     expect(rows).toEqual([expect.objectContaining({ actor: 'operator', detail: { username: user.username, reason: 'sign_out', os_user: expect.any(String) } })]);
-    expect(auditLines(run).map((line) => line.event)).toEqual(['user.signed_out']);
+    expect(auditLines(run).map((line) => line.event)).toEqual(['user.signed_out', 'token.revoked', 'session.ended']);
 
     expect(await seen(await signedInBrowsers(user))).toEqual({ authorize: 'code', promptNone: 'code', flowApplications: 'signed in', pageApplications: 'signed in' });
   });
@@ -224,6 +224,31 @@ describe('ending a user\'s sessions', () => {
       expectSuccess(await cli(['users:sign-out', user.username]));
       expect(await seen(await signedInBrowsers(user))).toEqual({ authorize: 'code', promptNone: 'code', flowApplications: 'signed in', pageApplications: 'signed in' });
     }
+  });
+
+  test('users:sign-out tells every application of the user\'s sessions (back-channel logout, sent by the running service); offline_access grants stay', async () => {
+    const user = await createUser(t);
+    const id = await idOf(user.username);
+    const registered = await registerDynamicClient(t, {
+      client_name: 'Logs Out', redirect_uris: ['http://localhost:9999/lo/callback'], grant_types: ['authorization_code', 'refresh_token'],
+      token_endpoint_auth_method: 'client_secret_post', backchannel_logout_uri: receiver.url('/backchannel/lo'),
+    });
+    const lo = { client_id: registered.client_id, client_secret: registered.client_secret!, redirect_uri: 'http://localhost:9999/lo/callback' };
+    const exchange = async (url: URL) => (await tokenRequest(t, { grant_type: 'authorization_code', code: url.searchParams.get('code')!, redirect_uri: lo.redirect_uri, client_id: lo.client_id, client_secret: lo.client_secret })).body as Record<string, string>;
+    const online = await exchange(await new Browser(t.baseUrl).authorize(lo, user));
+    const offline = await exchange(await new Browser(t.baseUrl).authorize(lo, user, { scope: 'openid offline_access', prompt: 'consent' }));
+
+    const run = expectSuccess(await cli(['users:sign-out', user.username]));
+    expect(auditLines(run).map((line) => line.event)).toEqual(['user.signed_out', 'token.revoked', 'session.ended']);
+    const jwks = createRemoteJWKSet(new URL(`${t.baseUrl}/api/jwks.php`));
+    for (const tokens of [online, offline]) {
+      const sid = decodeJwt(tokens.id_token!).sid;
+      const hit = await receiver.next((h) => h.path === '/backchannel/lo' && decodeJwt(new URLSearchParams(h.body).get('logout_token')!).sid === sid);
+      const { payload } = await jwtVerify(new URLSearchParams(hit.body).get('logout_token')!, jwks, { issuer: t.baseUrl, audience: lo.client_id });
+      expect(payload.sub).toBe(id);
+    }
+    expect((await tokenRequest(t, { grant_type: 'refresh_token', refresh_token: online.refresh_token!, client_id: lo.client_id, client_secret: lo.client_secret })).body.error).toBe('invalid_grant');
+    expect((await tokenRequest(t, { grant_type: 'refresh_token', refresh_token: offline.refresh_token!, client_id: lo.client_id, client_secret: lo.client_secret })).status).toBe(200);
   });
 
   test('users:set-password ends them too: a session taken before (a stolen cookie) is over', async () => {

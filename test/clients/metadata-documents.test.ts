@@ -11,6 +11,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import pg from 'pg';
+import { decodeJwt } from 'jose';
 import { Browser } from '../helpers/browser.js';
 import { startDocumentServer } from '../helpers/document-server.js';
 import type { DocumentServer } from '../helpers/document-server.js';
@@ -36,7 +37,10 @@ describeWithOpenssl('Client ID Metadata Documents', () => {
   beforeAll(async () => {
     tls = makeCertificates();
     docs = await startDocumentServer(tls);
-    service = await startServiceProcess({ NODE_EXTRA_CA_CERTS: tls.caFile, CLIENT_METADATA_ALLOW_PRIVATE_NETWORKS: 'true', CLIENT_METADATA_TIMEOUT_MS: '1500' });
+    service = await startServiceProcess({ NODE_EXTRA_CA_CERTS: tls.caFile, CLIENT_METADATA_ALLOW_PRIVATE_NETWORKS: 'true', CLIENT_METADATA_TIMEOUT_MS: '1500', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
+    docs.route('/logout.json', { body: document('/logout.json', { post_logout_redirect_uris: ['http://127.0.0.1:9999/bye'], backchannel_logout_uri: docs.url('/doc-logout') }) });
+    docs.route('/doc-logout', { body: '' });
+    docs.route('/logout-http.json', { body: document('/logout-http.json', { post_logout_redirect_uris: ['http://app.example/bye'] }) });
     docs.route('/good.json', { body: document('/good.json'), headers: { 'cache-control': 'max-age=300' } });
     docs.route('/mismatch.json', { body: document('/other.json') });
     docs.route('/large.json', { body: document('/large.json', { client_name: 'x'.repeat(6000) }) }); // streamed: no Content-Length
@@ -107,6 +111,7 @@ describeWithOpenssl('Client ID Metadata Documents', () => {
     ['a document that is not JSON', '/not-json.json', 'invalid_client', /fetch failed: the document is not JSON/],
     ['a confidential client', '/confidential.json', 'invalid_client_metadata', /shared-secret/],
     ['a web redirect URI over http off loopback', '/http.json', 'invalid_client_metadata', /redirect URI http:\/\/app\.example\/cb is refused: redirect_uri must use https/],
+    ['a web post-logout redirect URI over http off loopback', '/logout-http.json', 'invalid_client_metadata', /post_logout_redirect_uri http:\/\/app\.example\/bye is refused/],
   ])('%s: a clear error, not redirected, nothing registered; fetched once', async (_label, path, code, description) => {
     const before = docs.hits.get(path) ?? 0;
     const query = new URLSearchParams({ client_id: docs.url(path), redirect_uri: REDIRECT, response_type: 'code', ...pkceParams(pkcePair()) });
@@ -118,6 +123,27 @@ describeWithOpenssl('Client ID Metadata Documents', () => {
     expect(await clientCount()).toBe(0);
     expect(docs.hits.get(path)).toBe(before + 1); // not again to render the error
   }, 30_000);
+
+  test('a document\'s logout URIs: RP-initiated logout sends the user back to its post_logout_redirect_uri, its backchannel_logout_uri gets the logout token', async () => {
+    const clientId = docs.url('/logout.json');
+    const pkce = pkcePair();
+    const browser = new Browser(service.baseUrl);
+    const redirect = await browser.authorize({ client_id: clientId, client_secret: '', redirect_uri: REDIRECT }, service.user, pkceParams(pkce));
+    const token = await fetch(`${service.baseUrl}/api/token.php`, {
+      method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ code: redirect.searchParams.get('code')!, client_id: clientId, code_verifier: pkce.verifier }),
+    });
+    const { id_token: idToken } = await token.json() as Record<string, string>;
+    const page = await browser.follow(`/api/logout.php?${new URLSearchParams({ id_token_hint: idToken!, post_logout_redirect_uri: 'http://127.0.0.1:9999/bye', state: 'doc' })}`);
+    expect(page.status).toBe(200);
+    const xsrf = /name="xsrf" value="([^"]+)"/.exec(page.body)![1]!;
+    const confirmed = await browser.request('/api/logout.php/confirm', { form: { xsrf, logout: 'yes' } });
+    expect(confirmed.location).toBe('http://127.0.0.1:9999/bye?state=doc');
+    // Its https receiver (trusted through NODE_EXTRA_CA_CERTS, as the document is) gets the token.
+    while (!docs.posted.get('/doc-logout')?.length) await new Promise((resolve) => setTimeout(resolve, 20));
+    const [body] = docs.posted.get('/doc-logout')!;
+    expect(decodeJwt(new URLSearchParams(body).get('logout_token')!)).toMatchObject({ aud: clientId, sid: decodeJwt(idToken!).sid });
+  });
 
   test('a document whose server cannot be reached: the page says so and no more (no probe of host and port); the log has the network\'s words and the request id', async () => {
     const closed = await freePort();

@@ -21,14 +21,22 @@ export interface DocumentServer {
   route(path: string, route: Route): void;
   /** How many requests each path received. */
   readonly hits: Map<string, number>;
+  /** The bodies POSTed to each path, in order. */
+  readonly posted: Map<string, string[]>;
   close(): Promise<void>;
 }
 
 export async function startDocumentServer(tls: Certificates): Promise<DocumentServer> {
   const routes = new Map<string, Route>();
   const hits = new Map<string, number>();
-  const server = https.createServer({ key: tls.key, cert: tls.cert }, (req, res) => {
+  const posted = new Map<string, string[]>();
+  const server = https.createServer({ key: tls.key, cert: tls.cert }, async (req, res) => {
     const path = new URL(req.url ?? '/', 'https://127.0.0.1').pathname;
+    if (req.method === 'POST') {
+      let body = '';
+      for await (const chunk of req) body += String(chunk);
+      posted.set(path, [...(posted.get(path) ?? []), body]);
+    }
     hits.set(path, (hits.get(path) ?? 0) + 1);
     const route = routes.get(path);
     const answer = () => {
@@ -45,6 +53,7 @@ export async function startDocumentServer(tls: Certificates): Promise<DocumentSe
     url: (path) => `${origin}${path}`,
     route: (path, route) => { routes.set(path, route); },
     hits,
+    posted,
     async close() {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));

@@ -247,6 +247,18 @@ describe('the live API answers as openapi.json says', () => {
     expect(await errorOf(call(t, 'POST', '/api/register.php', { json: { grant_types: ['client_credentials'], token_endpoint_auth_method: 'client_secret_jwt' } }))).toBe('invalid_client_metadata');
   });
 
+  test('RP-initiated logout: the page, a form posted to it, and its error pages', async () => {
+    const client = await registerClient(t);
+    expect((await call(t, 'GET', ROUTES.end_session, { query: { client_id: client.client_id, state: 's' } })).status).toBe(200);
+    const posted = await call(t, 'POST', ROUTES.end_session, { form: { client_id: client.client_id, state: 's t' } });
+    expect(posted.status).toBe(303);
+    expect(posted.headers.get('location')).toBe(`${ROUTES.end_session}?client_id=${client.client_id}&state=s+t`);
+    expect((await call(t, 'POST', ROUTES.end_session, { json: { client_id: client.client_id } })).status).toBe(400);
+    expect((await call(t, 'GET', ROUTES.end_session, { query: { id_token_hint: 'not-a-jwt' } })).status).toBe(400);
+    expect((await call(t, 'GET', ROUTES.end_session, { query: { client_id: client.client_id, post_logout_redirect_uri: 'https://elsewhere.example/' } })).status).toBe(400);
+    expect((await call(t, 'GET', ROUTES.end_session, { query: { client_id: 'nobody' } })).status).toBe(401);
+  });
+
   test('the settings and applications pages', async () => {
     for (const path of ['/api/settings.php', '/api/applications.php']) {
       expect((await call(t, 'GET', path)).headers.get('content-type')).toMatch(/^text\/html/);

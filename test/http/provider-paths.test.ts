@@ -1,7 +1,8 @@
 /**
- * oidc-provider serves some routes whatever its features say (RP-initiated logout's
- * `POST /session/end/confirm`, though that feature is off): the service hands it only the
- * paths it offers (src/oidc/routes.ts PROVIDER_PATHS), so every other path is our 404.
+ * oidc-provider serves some routes at its default paths (RP-initiated logout's
+ * `/session/end`, `/session/end/confirm` and `/session/end/success`; ours are under
+ * `/api/logout.php`): the service hands it only the paths it offers (src/oidc/routes.ts
+ * PROVIDER_PATHS), so every other path is our 404.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { startTestApp } from '../helpers/test-app.js';

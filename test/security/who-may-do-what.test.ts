@@ -223,7 +223,7 @@ const assertion = (world: World, p: Principal, options: { signer?: TestKey; audi
 });
 
 /** Fresh tokens of `p`, got its own proper way. */
-async function tokens(world: World, p: Principal): Promise<{ access_token: string; refresh_token: string }> {
+async function tokens(world: World, p: Principal): Promise<{ access_token: string; refresh_token: string; id_token: string }> {
   const got = await code(world, p);
   const form: Record<string, string> = { grant_type: 'authorization_code', code: got.code, redirect_uri: p.redirectUri };
   if (got.verifier) Object.assign(form, { client_id: p.clientId, code_verifier: got.verifier });
@@ -231,7 +231,7 @@ async function tokens(world: World, p: Principal): Promise<{ access_token: strin
   else Object.assign(form, { client_id: p.clientId, client_secret: p.secrets.current! });
   const res = await post(world, '/api/token.php', form);
   if (res.status !== 200) throw new Error(`exchange for ${p.kind}: ${res.status} ${await res.text()}`);
-  return res.json() as Promise<{ access_token: string; refresh_token: string }>;
+  return res.json() as Promise<{ access_token: string; refresh_token: string; id_token: string }>;
 }
 
 /** An access token of `p`'s own: a machine client's is the one client_credentials gives it. */
@@ -403,6 +403,29 @@ const SURFACES: Record<string, Attempt> = {
   readiness: (world, p, credential) => carrying(world, p, credential, `${world.baseUrl}/healthz/ready`),
   metrics: (world, p, credential) => carrying(world, p, credential, `${world.metricsUrl}/metrics`),
   'metrics on the public port': (world, p, credential) => carrying(world, p, credential, `${world.baseUrl}/metrics`),
+  // The id_token_hint an application sends to /api/logout.php: its own ID token (current), another
+  // client's (foreign), or a secret in its place. A hint only names who asks; the user decides.
+  async logout(world, p, credential) {
+    let hint: string | undefined;
+    if (credential === 'current' || credential === 'foreign') {
+      const owner = credential === 'current' ? p : otherOf(world, p);
+      if (!owner.authorizes) return 'n/a';
+      hint = (await tokens(world, owner)).id_token;
+    } else {
+      const presented = await typed(world, p, credential);
+      if (presented === 'n/a') return 'n/a';
+      hint = presented === 'none' || presented.value === '' ? undefined : presented.value;
+    }
+    return String((await new Browser(world.baseUrl).request(`/api/logout.php${hint === undefined ? '' : `?${new URLSearchParams({ id_token_hint: hint })}`}`)).status);
+  },
+  // What ends a session and sends back-channel logout tokens: the logout page's answer, with the
+  // session's own anti-forgery secret. Anything presented in its place ends nothing.
+  async 'back-channel logout'(world, p, credential) {
+    const presented = credential === 'foreign' ? { value: (await tokens(world, otherOf(world, p))).id_token } : await typed(world, p, credential);
+    if (presented === 'n/a') return 'n/a';
+    const form = { logout: 'yes', ...(presented === 'none' ? {} : { xsrf: presented.value }) };
+    return String((await new Browser(world.baseUrl).request('/api/logout.php/confirm', { form })).status);
+  },
   async 'applications sign-in'(world, p, credential) {
     const presented = await typed(world, p, credential);
     if (presented === 'n/a') return 'n/a';

@@ -9,7 +9,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
 import type { PrismaClient } from '../../src/generated/prisma/client.js';
-import { DELIVERY_LOG_DAYS, deleteExpired, deleteOldAuditEvents, deleteOldDeliveries, deleteRetiredEndpoints, startCleanup } from '../../src/store/cleanup.js';
+import { DELIVERY_LOG_DAYS, deleteExpired, deleteOldAuditEvents, deleteOldDeliveries, deleteOldLogouts, deleteRetiredEndpoints, startCleanup } from '../../src/store/cleanup.js';
 import { Redis } from 'ioredis';
 import { openTestDatabase } from '../helpers/databases.js';
 import type { StoreKind, TestStore } from '../helpers/databases.js';
@@ -114,6 +114,27 @@ describe.each<StoreKind>(['postgres', 'embedded'])('deleteOldDeliveries (%s)', (
     expect(await deleteOldDeliveries(prisma, { batchSize: 50, batchesPerPass: 2 })).toBe(0);
     const left = await prisma.webhookDelivery.groupBy({ by: ['status'], _count: true, orderBy: { status: 'asc' } });
     expect(left.map((row) => [row.status, row._count])).toEqual([['delivered', 7], ['pending', 5]]);
+  });
+});
+
+describe.each<StoreKind>(['postgres', 'embedded'])('deleteOldLogouts (%s)', (kind) => {
+  let store: TestStore;
+  beforeAll(async () => { store = await openTestDatabase(kind, { migrated: true }); });
+  afterAll(async () => { await store.close(); });
+
+  test('finished back-channel logout messages older than the log keeps leave; pending and recent ones stay', async () => {
+    const { prisma } = store.db;
+    const old = new Date(Date.now() - (DELIVERY_LOG_DAYS + 1) * 24 * HOUR);
+    const recent = new Date(Date.now() - HOUR);
+    let n = 0;
+    const rows = (status: string, createdAt: Date, count: number) => Array.from({ length: count }, () => ({
+      id: `bcl_${(n += 1)}`, clientId: 'c1', url: 'https://rp.example/logout', accountId: 'a', status, createdAt,
+    }));
+    await prisma.backchannelLogout.createMany({ data: [...rows('delivered', old, 60), ...rows('failed', old, 5), ...rows('pending', old, 3), ...rows('delivered', recent, 4)] });
+    expect(await deleteOldLogouts(prisma, { batchSize: 50, batchesPerPass: 1 })).toBe(50);
+    expect(await deleteOldLogouts(prisma, { batchSize: 50, batchesPerPass: 1 })).toBe(15);
+    const left = await prisma.backchannelLogout.groupBy({ by: ['status'], _count: true, orderBy: { status: 'asc' } });
+    expect(left.map((row) => [row.status, row._count])).toEqual([['delivered', 4], ['pending', 3]]);
   });
 });
 

@@ -180,8 +180,21 @@ describe('every model through the generated client', () => {
     expect(await prisma.signingKey.findUnique({ where: { kid: key.kid } })).toBeNull();
   });
 
+  test('BackchannelLogout: create with defaults and a null sid, read, update, delete', async () => {
+    const message = { id: `bcl_${randomUUID()}`, clientId: 'a-client', url: 'https://rp.example/logout', accountId: randomUUID(), sid: null, nextAttemptAt: new Date() };
+    const created = await prisma.backchannelLogout.create({ data: message });
+    expect(created).toEqual({
+      ...message, status: 'pending', attempts: 0, leaseOwner: null, leaseExpiresAt: null, lastAttemptAt: null, lastStatusCode: null, lastError: null, deliveredAt: null,
+      createdAt: expect.any(Date),
+    });
+    const delivered = await prisma.backchannelLogout.update({ where: { id: message.id }, data: { status: 'delivered', attempts: 1, lastStatusCode: 200, deliveredAt: new Date() } });
+    expect(delivered).toMatchObject({ status: 'delivered', attempts: 1, lastStatusCode: 200 });
+    await prisma.backchannelLogout.delete({ where: { id: message.id } });
+    expect(await prisma.backchannelLogout.findUnique({ where: { id: message.id } })).toBeNull();
+  });
+
   test('the tests above cover every model the client knows', () => {
-    expect(Object.values(Prisma.ModelName).sort()).toEqual(['AuditEvent', 'Client', 'OidcModel', 'ResourceServer', 'SigningKey', 'User', 'WebhookDelivery', 'WebhookEndpoint']);
+    expect(Object.values(Prisma.ModelName).sort()).toEqual(['AuditEvent', 'BackchannelLogout', 'Client', 'OidcModel', 'ResourceServer', 'SigningKey', 'User', 'WebhookDelivery', 'WebhookEndpoint']);
   });
 });
 

@@ -1,0 +1,133 @@
+/**
+ * The one place a login session ends, however it ends: RP-initiated logout (/api/logout.php),
+ * the user's sign-out on the applications page, an operator (`users:sign-out`, `users:set-password`,
+ * `users:disable`: admin/user-admin.ts), and whatever else ends a user's sessions. In one
+ * transaction:
+ *
+ * | step                                                                 | why                                                  |
+ * |----------------------------------------------------------------------|------------------------------------------------------|
+ * | take the session's `SessionClient` records (deleted: told once)      | which applications it signed in to, with their `sid` |
+ * | end the grants they used that lack offline_access, with their tokens | tokens without offline_access die with the session   |
+ * | announce those (`token.revoked`, reason `session_ended`), audit      | as every revocation is (grant-revocations.ts)        |
+ * | a back-channel logout message for each client with a backchannel_logout_uri | OpenID Connect Back-Channel Logout 1.0 §2.5  |
+ * | one `session.ended` audit row per user                               |                                                      |
+ *
+ * A `SessionClient` record is written with each authorization the session makes (provider
+ * events, {@link sessionClientWrite}), into `oidc_models` with the session's uid, and lives as
+ * long as a session may. The login session itself (Redis or memory) is ended by the caller
+ * (the provider's end-session step, the applications page), or refused from then on
+ * (`sessions_ended_at`, for an operator, who has no Redis).
+ *
+ * @see https://openid.net/specs/openid-connect-backchannel-1_0.html, docs/sessions-and-logout.md
+ * @example await sessions.end({ sessionUid: session.uid }, 'logout', requestContext(ctx, userActor(accountId)));
+ */
+import { Prisma } from '../generated/prisma/client.js';
+import type { AuditContext } from '../audit/audit-log.js';
+import { logoutFieldsOf } from '../clients/client-metadata.js';
+import type { ModelWrite } from '../store/request-state.js';
+import type { Audit, ChangeTransaction } from '../webhooks/audited-changes.js';
+import type { BackchannelLogouts, LogoutMessage } from '../webhooks/backchannel-logouts.js';
+import type { Writer } from '../webhooks/outbox.js';
+import type { Raise } from '../webhooks/webhook-service.js';
+import { endGrants } from './authorized-apps.js';
+import { announceRevocations } from './grant-revocations.js';
+
+/** The provider-model type of the records of which applications a session signed in to. */
+export const SESSION_CLIENT = 'SessionClient';
+
+/** What one record says: in session `sessionUid`, `accountId` signed in to `clientId` (its `sid`, its grant). */
+export interface SessionClient {
+  sessionUid: string;
+  accountId: string;
+  clientId: string;
+  sid: string;
+  grantId: string | undefined;
+  /** The client's backchannel_logout_uri when it signed in (a metadata document's client has no row to read it from later). */
+  backchannelLogoutUri: string | undefined;
+}
+
+/** Which sessions end: one (all its applications, or those named only), or every session of a user. */
+export type SessionScope = { sessionUid: string; clientIds?: readonly string[] } | { accountId: string };
+
+/** Why: the user signed out (at /api/logout.php or the applications page), or an operator's doing. */
+export type EndReason = 'logout' | 'applications_page' | 'sign_out' | 'password_set' | 'disabled';
+
+export interface SessionsEnded {
+  /** Applications told by back-channel logout. */
+  told: string[];
+  /** Grants ended (those without offline_access). */
+  grantsEnded: number;
+}
+
+/** The `oidc_models` row recording `record`, to be written with the authorization (store/request-state.ts). */
+export function sessionClientWrite(record: SessionClient, expiresAt: Date): ModelWrite {
+  return {
+    type: SESSION_CLIENT,
+    id: `${record.sessionUid}.${record.clientId}`,
+    payload: JSON.stringify(record),
+    grantId: null, // not the grant's: revoking a grant must not forget which sessions used it
+    uid: record.sessionUid,
+    userCode: null,
+    expiresAt: expiresAt.toISOString(),
+  };
+}
+
+/** Takes (deletes) the records in `scope`, returning them. */
+async function takeRecords(tx: Writer, scope: SessionScope): Promise<SessionClient[]> {
+  const where = 'accountId' in scope
+    ? Prisma.sql`payload->>'accountId' = ${scope.accountId}`
+    : scope.clientIds
+      ? Prisma.sql`uid = ${scope.sessionUid} AND payload->>'clientId' = ANY (${[...scope.clientIds]}::text[])`
+      : Prisma.sql`uid = ${scope.sessionUid}`;
+  const rows = await tx.$queryRaw<{ payload: SessionClient }[]>`
+    DELETE FROM oidc_models WHERE type = ${SESSION_CLIENT} AND ${where} RETURNING payload`;
+  return rows.map((row) => row.payload);
+}
+
+/** The back-channel logout messages: a client's URI as registered now (its row), else as it was at sign-in (a metadata document's client). */
+async function messagesFor(tx: Writer, records: SessionClient[]): Promise<LogoutMessage[]> {
+  const rows = await tx.client.findMany({ where: { clientId: { in: [...new Set(records.map((r) => r.clientId))] } }, select: { clientId: true, metadata: true } });
+  const current = new Map(rows.map((row) => [row.clientId, logoutFieldsOf(row).backchannel_logout_uri]));
+  const messages: LogoutMessage[] = [];
+  for (const record of records) {
+    const url = current.has(record.clientId) ? current.get(record.clientId) : record.clientId.startsWith('https://') ? record.backchannelLogoutUri : undefined;
+    if (url) messages.push({ clientId: record.clientId, url, accountId: record.accountId, sid: record.sid });
+  }
+  return messages;
+}
+
+export interface SessionEnd {
+  /** Ends the sessions in `scope` within the caller's change (`tx`, `raise`, `audit` of auditedChanges); call {@link SessionEnd.wake} after it committed. */
+  within(tx: Writer, raise: Raise, audit: Audit, scope: SessionScope, reason: EndReason, context: AuditContext): Promise<SessionsEnded>;
+  /** Ends the sessions in `scope` in a transaction of its own, then wakes the delivery. */
+  end(scope: SessionScope, reason: EndReason, context: AuditContext): Promise<SessionsEnded>;
+  /** Sends what was just committed (the worker also polls: this only saves the wait). */
+  wake(): void;
+}
+
+export function createSessionEnd({ changes, logouts }: { changes: ChangeTransaction; logouts: Pick<BackchannelLogouts, 'enqueue' | 'wake'> }): SessionEnd {
+  const within: SessionEnd['within'] = async (tx, raise, audit, scope, reason, context) => {
+    const records = await takeRecords(tx, scope);
+    const grantIds = [...new Set(records.map((r) => r.grantId).filter((id): id is string => typeof id === 'string'))];
+    const ended = grantIds.length ? await endGrants(tx as Prisma.TransactionClient, { grantIds }) : [];
+    await announceRevocations(raise, audit, ended, 'session_ended', context);
+    const messages = await messagesFor(tx, records);
+    await logouts.enqueue(tx, messages, new Date());
+    const told = [...new Set(messages.map((m) => m.clientId))];
+    const grantsEnded = ended.reduce((sum, e) => sum + e.grantIds.length, 0);
+    for (const accountId of new Set(records.map((r) => r.accountId))) {
+      const mine = records.filter((r) => r.accountId === accountId);
+      await audit('session.ended', { user: accountId, detail: { reason, clients: [...new Set(mine.map((r) => r.clientId))], backchannel_logout: told.filter((id) => mine.some((r) => r.clientId === id)) } }, context);
+    }
+    return { told, grantsEnded };
+  };
+  return {
+    within,
+    async end(scope, reason, context) {
+      const result = await changes((tx, raise, audit) => within(tx, raise, audit, scope, reason, context));
+      logouts.wake();
+      return result;
+    },
+    wake: () => logouts.wake(),
+  };
+}
