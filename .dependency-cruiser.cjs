@@ -17,6 +17,7 @@ const LAYERS = [
   ['audit'],
   ['resources'],
   ['webhooks'],
+  ['mail'],
   ['clients'],
   ['oidc'],
   ['ui'],

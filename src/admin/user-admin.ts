@@ -16,6 +16,8 @@
  * Ending sessions is one stored instant, `sessions_ended_at` (accounts/provider-account.ts
  * `sessionEnded`): every login session and page sign-in made up to it is over wherever it lives
  * (Redis, the running service's memory, a signed cookie), and the CLI needs only the database.
+ * set-password and sign-out end them through oidc/session-end.ts `endSessions`, as the account
+ * page and a password reset do.
  *
  * Audit rows stay when their user is deleted: they name the user by id (and username in detail).
  *
@@ -29,6 +31,7 @@ import type { Client } from '../generated/prisma/client.js';
 import { grantCount } from '../oidc/authorized-apps.js';
 import type { ApplicationRevoked } from '../oidc/authorized-apps.js';
 import { revokeGrants } from '../oidc/grant-revocations.js';
+import { endSessions } from '../oidc/session-end.js';
 import { NotFoundError } from './not-found.js';
 
 export interface UserAdmin {
@@ -99,19 +102,18 @@ export function createUserAdmin({ users, changes }: { users: UserStore; changes:
     },
     async setPassword(user, password, context) {
       const passwordHash = await users.hashNewPassword(password);
-      await changes(async (tx, _raise, audit) => {
+      await changes(async (tx, raise, audit) => {
         // A session taken with the old password (a stolen cookie) ends with it.
-        const { count } = await tx.user.updateMany({ where: { id: user.id }, data: { passwordHash, sessionsEndedAt: new Date() } });
+        const { count } = await tx.user.updateMany({ where: { id: user.id }, data: { passwordHash } });
         if (count === 0) throw new NotFoundError(`no user "${user.username}" (deleted meanwhile)`);
         await audit('user.password_set', about(user), context);
-        await audit('user.signed_out', about(user, { reason: 'password_set' }), context);
+        await endSessions(tx, raise, audit, user, { reason: 'password_set' }, context);
       });
     },
     async signOut(user, context) {
-      await changes(async (tx, _raise, audit) => {
-        const { count } = await tx.user.updateMany({ where: { id: user.id }, data: { sessionsEndedAt: new Date() } });
-        if (count === 0) throw new NotFoundError(`no user "${user.username}" (deleted meanwhile)`);
-        await audit('user.signed_out', about(user, { reason: 'sign_out' }), context);
+      await changes(async (tx, raise, audit) => {
+        const { ended } = await endSessions(tx, raise, audit, user, { reason: 'sign_out' }, context);
+        if (!ended) throw new NotFoundError(`no user "${user.username}" (deleted meanwhile)`);
       });
     },
     revokeTokens(user, context, client) {

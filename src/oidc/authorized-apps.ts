@@ -45,8 +45,11 @@ export interface AuthorizedApps {
 /** How many grants a revocation ended, over all its users and clients. */
 export const grantCount = (ended: readonly ApplicationRevoked[]) => ended.reduce((sum, entry) => sum + entry.grantIds.length, 0);
 
-/** Whose grants end: one user's, one client's, or one user's to one client. */
-export type GrantScope = { accountId: string; clientId?: string } | { accountId?: string; clientId: string };
+/**
+ * Whose grants end: one user's, one client's, or one user's to one client. `keepOffline`: only
+ * those without `offline_access` among their scopes (a user's sessions ended: oidc/session-end.ts).
+ */
+export type GrantScope = ({ accountId: string; clientId?: string } | { accountId?: string; clientId: string }) & { keepOffline?: boolean };
 
 /** Records what a revocation ended, inside the revocation's transaction. */
 export type AnnounceRevocation = (event: ApplicationRevoked, context: AuditContext) => Promise<void>;
@@ -74,6 +77,7 @@ export async function endGrants(tx: Prisma.TransactionClient, scope: GrantScope)
     Prisma.sql`type = 'Grant'`,
     ...(scope.accountId === undefined ? [] : [Prisma.sql`payload->>'accountId' = ${scope.accountId}`]),
     ...(scope.clientId === undefined ? [] : [Prisma.sql`payload->>'clientId' = ${scope.clientId}`]),
+    ...(scope.keepOffline ? [Prisma.sql`NOT string_to_array(COALESCE(payload #>> '{openid,scope}', ''), ' ') @> ARRAY['offline_access']`] : []),
   ];
   const rows = await tx.$queryRaw<{ id: string; account_id: string; client_id: string }[]>`
     WITH grants AS (
