@@ -5,7 +5,7 @@
  *
  * | action       | change                                                        | audit                                      |
  * |--------------|---------------------------------------------------------------|--------------------------------------------|
- * | create       | a new user                                                    | user.created                               |
+ * | create       | a new user; with --email-verified its address verified, else (mail on) a verification mail queued | user.created, user.email_verified or user.email_verification_requested |
  * | disable      | `disabled_at` set; every session, grant and token ended       | user.disabled, user.signed_out, token.revoked |
  * | enable       | `disabled_at` cleared (the sessions ended stay ended)         | user.enabled                               |
  * | delete       | every grant and token ended; the user deleted                 | user.deleted, token.revoked                |
@@ -32,6 +32,7 @@ import { grantCount } from '../oidc/authorized-apps.js';
 import type { ApplicationRevoked } from '../oidc/authorized-apps.js';
 import { revokeGrants } from '../oidc/grant-revocations.js';
 import { endSessions } from '../oidc/session-end.js';
+import { enqueueMail } from '../mail/mail-outbox.js';
 import { NotFoundError } from './not-found.js';
 
 export interface UserAdmin {
@@ -39,7 +40,11 @@ export interface UserAdmin {
   find(name: string): Promise<User>;
   /** Every user, by username. */
   list(): Promise<User[]>;
-  create(input: NewUser, context: AuditContext): Promise<User>;
+  /**
+   * `emailVerified`: the operator vouches for the address (`email_verified` set). Otherwise, with
+   * `verificationTtlMs` (mail is on), a verification mail is queued with the user.
+   */
+  create(input: NewUser, context: AuditContext, options?: { emailVerified?: boolean; verificationTtlMs?: number }): Promise<User>;
   /** `changed` false: the user was disabled already (nothing written). */
   disable(user: User, context: AuditContext): Promise<{ changed: boolean; revoked: ApplicationRevoked[] }>;
   /** `changed` false: the user was not disabled (nothing written). */
@@ -64,11 +69,18 @@ export function createUserAdmin({ users, changes }: { users: UserStore; changes:
       return user;
     },
     list: () => users.list(),
-    async create(input, context) {
+    async create(input, context, { emailVerified = false, verificationTtlMs } = {}) {
       const row = await users.prepare(input); // argon2 before the transaction, not inside it
       return changes(async (tx, _raise, audit) => {
-        const user = await users.insert(row, tx);
+        const user = await users.insert({ ...row, emailVerified }, tx);
         await audit('user.created', about(user), context);
+        if (emailVerified) await audit('user.email_verified', about(user, { by: 'operator' }), context);
+        else if (verificationTtlMs !== undefined) {
+          // Sent by the running service's mail worker (at its next start, in embedded mode).
+          const now = new Date();
+          await enqueueMail(tx, { kind: 'email_verification', recipient: user.email, userId: user.id }, new Date(now.getTime() + verificationTtlMs), now);
+          await audit('user.email_verification_requested', about(user), context);
+        }
         return user;
       });
     },

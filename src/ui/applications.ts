@@ -134,7 +134,7 @@ export function applicationsRoutes(deps: ApplicationsDependencies): Router {
     // someone else since must not change that other person's account.
     const shown = field(ctx, 'for_user');
     if (shown !== '' && shown !== user.id) {
-      throw new ServiceError('invalid_request', `This page was for another account; this browser has signed in as ${user.username} since. Nothing was changed: reload the page.`, 409);
+      throw new ServiceError('invalid_request', `This page was for another account; this browser has signed in as ${user.username} since. Nothing was ${action === 'revoke' ? 'revoked' : 'changed'}: reload the page.`, 409);
     }
     const context = requestContext(ctx, userActor(user.id));
     if (action === 'change_password') {
