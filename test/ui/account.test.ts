@@ -13,6 +13,7 @@ import { createUser, obtainTokens, registerClient, tokenRequest } from '../helpe
 import { startMailbox } from '../helpers/mailbox.js';
 import type { Mailbox } from '../helpers/mailbox.js';
 import { startTestApp } from '../helpers/test-app.js';
+import { createLogger } from '../../src/ops/logger.js';
 import type { Mode, TestApp } from '../helpers/test-app.js';
 
 const FORGOT = '/api/forgot-password.php';
@@ -202,6 +203,22 @@ describe.each<Mode>(['postgres', 'embedded'])('accounts people look after themse
     expect((await refresh(t, app, tokens.refresh_token)).body.error).toBe('invalid_grant');
   });
 
+  test('sign out everywhere keeps the grants with offline_access', async () => {
+    const user = await createUser(t);
+    const stored = await t.app.db.prisma.user.findUniqueOrThrow({ where: { username: user.username } });
+    const iat = Math.floor(Date.now() / 1000);
+    const grant = (id: string, scope: string) => ({
+      type: 'Grant', id, expiresAt: new Date(Date.now() + 3_600_000),
+      payload: { kind: 'Grant', jti: id, accountId: stored.id, clientId: app.client_id, openid: { scope }, iat, exp: iat + 3600 },
+    });
+    await t.app.db.prisma.oidcModel.createMany({ data: [grant(`online-${mode}`, 'openid profile'), grant(`offline-${mode}`, 'openid offline_access')] });
+    const browser = new Browser(t.baseUrl);
+    await signIn(browser, user);
+    expect((await post(browser, 'sign_out_everywhere', {})).status).toBe(303);
+    const left = await t.app.db.prisma.oidcModel.findMany({ where: { type: 'Grant', id: { in: [`online-${mode}`, `offline-${mode}`] } } });
+    expect(left.map((row) => row.id)).toEqual([`offline-${mode}`]);
+  });
+
   test('verify: the account page asks for the mail; its link sets email_verified', async () => {
     const user = await createUser(t, { email: `verify-${mode}@example.com` });
     const browser = new Browser(t.baseUrl);
@@ -228,6 +245,29 @@ describe.each<Mode>(['postgres', 'embedded'])('accounts people look after themse
     }
     expect((await browser.request(FORGOT, { form: { email: user.email } })).status).toBe(403);
     expect((await browser.request('/api/reset-password.php', { form: { token: 'A'.repeat(43), new_password: 'x'.repeat(10), new_password_again: 'x'.repeat(10) } })).status).toBe(403);
+  });
+});
+
+describe('the embedded default without SMTP_URL: mails go to the log', () => {
+  test('a start-up line says so, and the reset mail, link and all, is a log line', async () => {
+    const lines: string[] = [];
+    const logger = createLogger({ level: 'info', destination: { write: (chunk: string) => { lines.push(chunk); } } });
+    const t = await startTestApp({ mode: 'embedded', logger });
+    try {
+      expect(lines.some((line) => line.includes('SMTP_URL is unset: mails'))).toBe(true);
+      const user = await createUser(t, { email: 'logged@example.com' });
+      expect((await askReset(t, user.email)).status).toBe(200);
+      let mail: { mail_to: string; text: string } | undefined;
+      for (let i = 0; i < 300 && !mail; i += 1) {
+        mail = lines.map((line) => JSON.parse(line) as { mail_to?: string; text: string }).find((line) => line.mail_to === user.email) as typeof mail;
+        if (!mail) await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const link = /https?:\/\/\S+/.exec(mail!.text)![0];
+      expect(link.startsWith(`${t.baseUrl}/api/reset-password.php?token=`)).toBe(true);
+      expect((await followReset(link, 'set from the log')).done.status).toBe(200);
+    } finally {
+      await t.close();
+    }
   });
 });
 
