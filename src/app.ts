@@ -91,7 +91,7 @@ import type { WebhookService } from './webhooks/webhook-service.js';
 import { WEBHOOKS_PATH, webhooksApi } from './ui/webhooks-api.js';
 import { accountLinkRoutes, FORGOT_PATH, RESET_PATH, VERIFY_PATH } from './ui/account-links.js';
 import { createSelfService } from './ui/self-service.js';
-import { createMailWorker } from './mail/mail-outbox.js';
+import { createMailWorker, deleteOldMail } from './mail/mail-outbox.js';
 import type { MailWorker } from './mail/mail-outbox.js';
 import { logTransport, smtpTransport } from './mail/transport.js';
 
@@ -256,7 +256,11 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     auditRetentionDays: config.auditRetentionDays,
     log: (error) => log(error),
     // Self-registered clients that obtained no token for DYNAMIC_CLIENT_IDLE_DAYS (clients/client-usage.ts).
-    sweeps: [(limit) => deleteIdleClients(db.prisma, audit, { days: config.standardClients.dynamicClientIdleDays, limit })],
+    sweeps: [
+      (limit) => deleteIdleClients(db.prisma, audit, { days: config.standardClients.dynamicClientIdleDays, limit }),
+      // Mails sent or given up, and links used or expired, a week on (mail/mail-outbox.ts).
+      (limit) => deleteOldMail(db.prisma, limit),
+    ],
   });
   // Mail (docs/accounts.md): an outbox and its worker; without SMTP_URL, the embedded default writes mails to the log.
   let mailWorker: MailWorker | undefined;

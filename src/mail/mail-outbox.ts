@@ -192,3 +192,22 @@ export function createMailWorker(deps: MailWorkerDependencies): MailWorker {
     },
   };
 }
+
+/** How long sent (or given-up) mails and used or expired links are kept: enough to read what happened to a request. */
+export const MAIL_LOG_DAYS = 7;
+
+/**
+ * One batch of the cleanup job (store/cleanup.ts `sweeps`): mails done with and links used or
+ * expired more than {@link MAIL_LOG_DAYS} ago, at most `limit` rows of each; resolves to how many went.
+ */
+export async function deleteOldMail(prisma: PrismaClient, limit: number): Promise<number> {
+  const mails = await prisma.$executeRaw`
+    DELETE FROM mail_outbox WHERE id IN (
+      SELECT id FROM mail_outbox WHERE status <> 'pending' AND created_at < now() - make_interval(days => ${MAIL_LOG_DAYS}::int)
+      ORDER BY created_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)`;
+  const links = await prisma.$executeRaw`
+    DELETE FROM account_tokens WHERE digest IN (
+      SELECT digest FROM account_tokens WHERE expires_at < now() - make_interval(days => ${MAIL_LOG_DAYS}::int)
+      ORDER BY expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED)`;
+  return Math.max(mails, links);
+}

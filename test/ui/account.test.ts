@@ -14,6 +14,7 @@ import { startMailbox } from '../helpers/mailbox.js';
 import type { Mailbox } from '../helpers/mailbox.js';
 import { startTestApp } from '../helpers/test-app.js';
 import { createLogger } from '../../src/ops/logger.js';
+import { deleteOldMail } from '../../src/mail/mail-outbox.js';
 import type { Mode, TestApp } from '../helpers/test-app.js';
 
 const FORGOT = '/api/forgot-password.php';
@@ -234,6 +235,19 @@ describe.each<Mode>(['postgres', 'embedded'])('accounts people look after themse
     expect(opened.body).toContain('id="email_verified"');
     expect((await browser.request(PATH)).body).toContain('id="email_verified"');
     expect((await new Browser(t.baseUrl).request(`${link.pathname}${link.search}`)).status).toBe(400); // once only
+  });
+
+  test('the cleanup job\'s sweep: mails done with and links expired a week ago go; a pending mail stays', async () => {
+    const user = await createUser(t);
+    const { id } = await t.app.db.prisma.user.findUniqueOrThrow({ where: { username: user.username } });
+    const old = new Date(Date.now() - 8 * 86_400_000);
+    const mail = (suffix: string, status: string) => ({ id: `sweep-${suffix}-${mode}`, kind: 'email_verification', recipient: user.email, userId: id, status, sendBefore: old, createdAt: old });
+    await t.app.db.prisma.mailMessage.createMany({ data: [mail('sent', 'sent'), mail('pending', 'pending')] });
+    await t.app.db.prisma.accountToken.create({ data: { digest: `sweep-${mode}`, purpose: 'password_reset', userId: id, email: user.email, expiresAt: old } });
+    await deleteOldMail(t.app.db.prisma, 100);
+    expect((await t.app.db.prisma.mailMessage.findMany({ where: { id: { startsWith: 'sweep-' } } })).map((row) => row.id)).toEqual([`sweep-pending-${mode}`]);
+    expect(await t.app.db.prisma.accountToken.findUnique({ where: { digest: `sweep-${mode}` } })).toBeNull();
+    await t.app.db.prisma.mailMessage.delete({ where: { id: `sweep-pending-${mode}` } });
   });
 
   test('every form of the account and the reset pages needs the CSRF token', async () => {
