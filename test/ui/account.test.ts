@@ -61,8 +61,10 @@ describe.each<Mode>(['postgres', 'embedded'])('accounts people look after themse
   let app: TestClient;
   beforeAll(async () => {
     box = await startMailbox();
-    t = await startTestApp({ mode, env: { SMTP_URL: box.url, MAIL_FROM: 'Accounts <accounts@example.com>', MAIL_RETRY_BASE_MS: '200', TRUST_PROXY: '1' } });
+    t = await startTestApp({ mode, env: { SMTP_URL: box.url, MAIL_FROM: 'Accounts <accounts@example.com>', MAIL_RETRY_BASE_MS: '200', TRUST_PROXY: '1', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' } });
     app = await registerClient(t, 'http://localhost:9999/callback', 'Photo App');
+    // Nothing listens there: the events are read from the outbox.
+    await t.app.webhooks.addEndpoint(app.client_id, { url: 'http://127.0.0.1:9/hook', events: ['user.password_reset', 'token.revoked'] });
   });
   afterAll(async () => {
     await t?.close();
@@ -99,6 +101,13 @@ describe.each<Mode>(['postgres', 'embedded'])('accounts people look after themse
     expect(stored.emailVerified).toBe(true); // following the link proved the mailbox
     const events = (await t.app.db.prisma.auditEvent.findMany({ where: { userId: stored.id }, orderBy: { id: 'asc' } })).map((e) => e.event);
     expect(events).toEqual(expect.arrayContaining(['user.link_mailed', 'user.password_reset', 'user.signed_out', 'token.revoked']));
+    // The client is told: its grant ended with the reset.
+    const told = (await t.app.db.prisma.webhookDelivery.findMany({ where: { endpoint: { clientId: app.client_id } } }))
+      .map((row) => row.payload as { type: string; data: Record<string, unknown> }).filter((event) => event.data.username === user.username);
+    expect(told).toEqual(expect.arrayContaining([
+      expect.objectContaining({ type: 'user.password_reset', data: expect.objectContaining({ client_id: app.client_id, grant_revoked: true }) }),
+      expect.objectContaining({ type: 'token.revoked', data: expect.objectContaining({ reason: 'password_reset' }) }),
+    ]));
   });
 
   test('a reset link works once; an expired or forged one is refused; none of them changes the password', async () => {
