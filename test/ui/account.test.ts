@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { APPLICATIONS_PATH as PATH, csrfOf, postApplicationsForm as post, signInOnApplicationsPage as signIn } from '../helpers/applications-page.js';
 import { Browser } from '../helpers/browser.js';
 import type { Step, TestClient } from '../helpers/browser.js';
-import { createUser, obtainTokens, registerClient, tokenRequest } from '../helpers/fixtures.js';
+import { createUser, obtainTokens, registerClient, tokenRequest, userinfo } from '../helpers/fixtures.js';
 import { startMailbox } from '../helpers/mailbox.js';
 import type { Mailbox } from '../helpers/mailbox.js';
 import { startTestApp } from '../helpers/test-app.js';
@@ -231,6 +231,10 @@ describe.each<Mode>(['postgres', 'embedded'])('accounts people look after themse
 
   test('verify: the account page asks for the mail; its link sets email_verified', async () => {
     const user = await createUser(t, { email: `verify-${mode}@example.com` });
+    const redirect = await new Browser(t.baseUrl).authorize(app, user, { scope: 'openid email' });
+    const issued = await tokenRequest(t, { code: redirect.searchParams.get('code')!, client_id: app.client_id, client_secret: app.client_secret });
+    const bearer = `Bearer ${String(issued.body.access_token)}`;
+    expect((await userinfo(t, bearer)).body.email_verified).toBe(false);
     const browser = new Browser(t.baseUrl);
     const page = await signIn(browser, user);
     expect(page.body).toContain('id="email_unverified"');
@@ -243,6 +247,7 @@ describe.each<Mode>(['postgres', 'embedded'])('accounts people look after themse
     expect(opened.status).toBe(200);
     expect(opened.body).toContain('id="email_verified"');
     expect((await browser.request(PATH)).body).toContain('id="email_verified"');
+    expect((await userinfo(t, bearer)).body.email_verified).toBe(true); // the claim, for the client that asked for `email`
     expect((await new Browser(t.baseUrl).request(`${link.pathname}${link.search}`)).status).toBe(400); // once only
   });
 
