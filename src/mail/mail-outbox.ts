@@ -86,7 +86,9 @@ export function createMailWorker(deps: MailWorkerDependencies): MailWorker {
   async function compose(row: Claimed, now: Date): Promise<Composed> {
     const { passwordResetTtlMs, emailVerificationTtlMs } = deps.mail;
     if (row.kind === 'password_reset') {
-      const users = await prisma.user.findMany({ where: { email: { equals: row.recipient, mode: 'insensitive' }, disabledAt: null }, orderBy: { username: 'asc' } });
+      // Compared exactly but for case (no pattern: `_` and `%` are characters of an address).
+      const ids = await prisma.$queryRaw<{ id: string }[]>`SELECT id FROM users WHERE lower(email) = lower(${row.recipient}) AND disabled_at IS NULL`;
+      const users = await prisma.user.findMany({ where: { id: { in: ids.map(({ id }) => id) } }, orderBy: { username: 'asc' } });
       if (users.length === 0) return { status: 'no_account' } as const;
       // The per-account budget counts requests, not attempts: a retry is the same request.
       const allowed = row.attempts > 0 ? users : (await Promise.all(users.map(async (user) => ((await deps.resetsByAccount.consume(user.id)).exceeded ? undefined : user)))).filter((user) => user !== undefined);
@@ -95,7 +97,8 @@ export function createMailWorker(deps: MailWorkerDependencies): MailWorker {
       }
       if (allowed.length === 0) return { status: 'limited' } as const;
       const accounts = await Promise.all(allowed.map(async (user) => ({ user, username: user.username, token: await issueToken(prisma, user, 'password_reset', passwordResetTtlMs, now) })));
-      return { mail: resetMail(deps.baseUrl, row.recipient, accounts, passwordResetTtlMs), users: allowed, purpose: 'password_reset' } as const;
+      // To the address as stored, not as typed.
+      return { mail: resetMail(deps.baseUrl, allowed[0]!.email, accounts, passwordResetTtlMs), users: allowed, purpose: 'password_reset' } as const;
     }
     const user = row.user_id ? await prisma.user.findUnique({ where: { id: row.user_id } }) : null;
     if (!user || user.disabledAt || user.email !== row.recipient || user.emailVerified) return { status: 'no_account' } as const;

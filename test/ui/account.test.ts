@@ -149,8 +149,15 @@ describe.each<Mode>(['postgres', 'embedded'])('accounts people look after themse
     expect(unknown.status).toBe(known.status);
     expect(unknown.body.replace(/name="_csrf" value="[^"]*"/g, '')).toBe(known.body.replace(/name="_csrf" value="[^"]*"/g, ''));
     await box.next(user.email);
+    // Neither a pattern nor another case of the address reaches anyone else's account: `_` and `%` are plain characters.
+    expect((await askReset(t, `kno_n-${mode}@example.com`)).status).toBe(200);
+    expect((await askReset(t, `%-${mode}@example.com`)).status).toBe(200);
+    expect((await askReset(t, user.email.toUpperCase())).status).toBe(200);
     await outboxSettled(t);
     expect(box.waiting(`nobody-${mode}@example.com`)).toEqual([]);
+    const mails = box.waiting(user.email);
+    expect(mails).toHaveLength(1); // the upper-case request, sent to the address as stored
+    expect(box.received.filter((mail) => mail.to.includes('%') || mail.to.includes('_'))).toEqual([]);
   });
 
   test('an account gets at most 3 reset mails an hour, however often it is asked for', async () => {
