@@ -94,6 +94,11 @@ import { auditedChanges } from './webhooks/audited-changes.js';
 import { createWebhookService } from './webhooks/webhook-service.js';
 import type { WebhookService } from './webhooks/webhook-service.js';
 import { WEBHOOKS_PATH, webhooksApi } from './ui/webhooks-api.js';
+import { accountLinkRoutes, FORGOT_PATH, RESET_PATH, VERIFY_PATH } from './ui/account-links.js';
+import { createSelfService } from './ui/self-service.js';
+import { createMailWorker, deleteOldMail } from './mail/mail-outbox.js';
+import type { MailWorker } from './mail/mail-outbox.js';
+import { logTransport, smtpTransport } from './mail/transport.js';
 
 export interface App {
   readonly koa: Koa;
@@ -124,6 +129,8 @@ export interface App {
 
 /** How long discovery may be kept: it changes with a deployment's configuration only. */
 const METADATA_MAX_AGE_SECONDS = 3600;
+/** Mails a request may cause (docs/accounts.md "Limits"): reset requests by client address and by address typed, reset and verification mails by account, in an hour. */
+const ACCOUNT_MAIL_BUDGET = { byClient: 10, byEmail: 5, perAccount: 3, windowSeconds: 3600 } as const;
 /** How long the JWKS may be kept: well under keys:rotate's default --publish-ahead (1 h), so a client holds a new key before it signs. */
 const JWKS_MAX_AGE_SECONDS = 300;
 
@@ -279,8 +286,28 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     auditRetentionDays: config.auditRetentionDays,
     log: (error) => log(error),
     // Self-registered clients that obtained no token for DYNAMIC_CLIENT_IDLE_DAYS (clients/client-usage.ts).
-    sweeps: [(limit) => deleteIdleClients(db.prisma, audit, { days: config.standardClients.dynamicClientIdleDays, limit })],
+    sweeps: [
+      (limit) => deleteIdleClients(db.prisma, audit, { days: config.standardClients.dynamicClientIdleDays, limit }),
+      // Mails sent or given up, and links used or expired, a week on (mail/mail-outbox.ts).
+      (limit) => deleteOldMail(db.prisma, limit),
+    ],
   });
+  // Mail (docs/accounts.md): an outbox and its worker; without SMTP_URL, the embedded default writes mails to the log.
+  let mailWorker: MailWorker | undefined;
+  if (config.mail.mode !== 'off') {
+    if (config.mail.mode === 'log') logger.warn('SMTP_URL is unset: mails (password reset, address verification) are not sent, they are written to this log, links and all');
+    mailWorker = createMailWorker({
+      prisma: db.prisma,
+      transport: config.mail.mode === 'smtp' ? smtpTransport(config.mail) : logTransport(logger, config.mail.from),
+      mail: config.mail,
+      baseUrl: config.baseUrl,
+      clock,
+      audit,
+      resetsByAccount: limiter('reset-account', ACCOUNT_MAIL_BUDGET.perAccount, ACCOUNT_MAIL_BUDGET.windowSeconds),
+      log: (error) => log(error),
+    });
+  }
+  const self = createSelfService({ prisma: db.prisma, users, changes, mail: config.mail, clock, queued: () => mailWorker?.wake(), sessions });
   // What a client authenticates with, for the token endpoint's required fields: a metadata
   // document's client is taken for public (its document is not fetched for this); ours say.
   const credentialOf = async (clientId: string) => {
@@ -316,6 +343,9 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     [SETTINGS_PATH]: ['GET', 'POST'],
     [WEBHOOKS_PATH]: ['GET', 'POST', 'DELETE'],
     [APPLICATIONS_PATH]: ['GET', 'POST'],
+    [FORGOT_PATH]: ['GET', 'POST'],
+    [RESET_PATH]: ['GET', 'POST'],
+    [VERIFY_PATH]: ['GET'],
     [OPENAPI_PATH]: ['GET'],
   };
   const servedPaths = Object.keys(served);
@@ -399,11 +429,20 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
       loginSessions: loginSessions(provider, sessions),
       views,
       body,
+      self,
+      mailMode: config.mail.mode,
+      verificationsByAccount: limiter('verify-account', ACCOUNT_MAIL_BUDGET.perAccount, ACCOUNT_MAIL_BUDGET.windowSeconds),
+    }).routes())
+    .use(accountLinkRoutes({
+      self, users, mailMode: config.mail.mode, views, body,
+      resetsByClient: limiter('reset-client', ACCOUNT_MAIL_BUDGET.byClient, ACCOUNT_MAIL_BUDGET.windowSeconds),
+      resetsByEmail: limiter('reset-email', ACCOUNT_MAIL_BUDGET.byEmail, ACCOUNT_MAIL_BUDGET.windowSeconds),
     }).routes())
     // What is left goes to the provider, at the paths it serves for us only (oidc/routes.ts PROVIDER_PATHS).
     .use((ctx, next) => (PROVIDER_PATHS.has(ctx.path) ? toProvider(ctx, next) : next()));
   webhooks.start();
   logouts.start();
+  mailWorker?.start();
 
   let metricsServer: MetricsServer | undefined;
   const app: App = {
@@ -424,7 +463,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
       inFlight.startDraining();
       const settled = await inFlight.settled(timeoutMs);
       await metricsServer?.close();
-      await Promise.all([cleanup.stop(), webhooks.stop(), logouts.stop(), signingKeys.stop()]); // stop() aborts attempts in flight and releases their claims
+      await Promise.all([cleanup.stop(), webhooks.stop(), logouts.stop(), signingKeys.stop(), mailWorker?.stop()]); // stop() aborts attempts in flight and releases their claims
       memory?.close();
       redis?.disconnect();
       await db.close();

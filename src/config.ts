@@ -14,13 +14,15 @@ import { boolean, ConfigError, duration, integer, read, url } from './config/env
 import { proxyTrust } from './config/proxy.js';
 import type { ProxyTrust } from './config/proxy.js';
 import type { Env } from './config/env.js';
+import { mailConfig } from './config/mail.js';
+import type { MailConfig } from './config/mail.js';
 import { signingKeyConfig } from './config/signing-keys.js';
 import type { SigningKeyConfig } from './config/signing-keys.js';
 import { standardClients } from './config/standard-clients.js';
 import type { StandardClients } from './config/standard-clients.js';
 
 export { ConfigError };
-export type { DataTier, ProxyTrust, RedisSentinel, SigningKeyConfig, StandardClients };
+export type { DataTier, MailConfig, ProxyTrust, RedisSentinel, SigningKeyConfig, StandardClients };
 export { encryptionKeyOf } from './config/signing-keys.js';
 
 /** pino's levels, most severe first, and `silent`. */
@@ -91,6 +93,8 @@ export interface Config extends DataTier {
   readonly secretRotationGraceMs: number;
   /** Clients that bring themselves (RFC 7591, metadata documents) and declared resources: see {@link StandardClients}. */
   readonly standardClients: StandardClients;
+  /** SMTP_URL, MAIL_FROM and the mailed links' lifetimes: see {@link MailConfig}. */
+  readonly mail: MailConfig;
 }
 
 /**
@@ -279,6 +283,7 @@ export function loadConfig(env: Env): Config {
     auditRetentionDays: duration(env, 'AUDIT_RETENTION_DAYS', 'd', 90, 1, 36_500),
     secretRotationGraceMs: rotationGrace(env),
     standardClients: standardClients(env),
+    mail: mailConfig(env, base, databaseUrl),
     cookieKeys: keys ? Object.freeze(keys) : undefined,
     jwksFile,
     signingKeys: signingKeyConfig(env, production),

@@ -75,6 +75,7 @@ describe('loadConfig defaults', () => {
         keySets: { maxBytes: 65_536, refetchSeconds: 10 },
         resources: [],
       },
+      mail: { mode: 'log', smtpUrl: undefined, from: 'no-reply@localhost', passwordResetTtlMs: 1_800_000, emailVerificationTtlMs: 86_400_000, retryBaseMs: 30_000, timeoutMs: 10_000 },
     });
   });
 
@@ -185,6 +186,7 @@ describe('loadConfig defaults', () => {
       auditRetentionDays: 365,
       secretRotationGraceMs: 5_400_000,
       standardClients: expect.any(Object), // every one of its variables is read in test/config/standard-clients.test.ts
+      mail: expect.any(Object), // test/config/mail.test.ts
     });
   });
 

@@ -54,7 +54,7 @@ export function createFindAccount(findById: (id: string) => Promise<User | null>
         full_name: user.fullName,
         name: user.fullName,
         preferred_username: user.username,
-        email_verified: false,
+        email_verified: user.emailVerified,
       }),
     };
   };

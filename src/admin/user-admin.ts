@@ -5,7 +5,7 @@
  *
  * | action       | change                                                        | audit                                      |
  * |--------------|---------------------------------------------------------------|--------------------------------------------|
- * | create       | a new user                                                    | user.created                               |
+ * | create       | a new user; with --email-verified its address verified, else (mail on) a verification mail queued | user.created, user.email_verified or user.email_verification_requested |
  * | disable      | `disabled_at` set; every session, grant and token ended       | user.disabled, user.signed_out, token.revoked, session.ended |
  * | enable       | `disabled_at` cleared (the sessions ended stay ended)         | user.enabled                               |
  * | delete       | every grant and token ended; the user deleted                 | user.deleted, token.revoked                |
@@ -18,8 +18,8 @@
  * (Redis, the running service's memory, a signed cookie), and the CLI needs only the database.
  * With it, in the same transaction, oidc/session-end.ts ends what those sessions made: the grants
  * without offline_access (`token.revoked`, reason `session_ended`), and a back-channel logout
- * token to each application they signed in to that asked for one. Whatever else ends a user's
- * sessions calls {@link UserAdmin.signOut} or the same `sessions.within`.
+ * token to each application they signed in to that asked for one. set-password and sign-out go
+ * through its `endUserSessions`, as the account page and a password reset do.
  *
  * Audit rows stay when their user is deleted: they name the user by id (and username in detail).
  *
@@ -33,7 +33,9 @@ import type { Client } from '../generated/prisma/client.js';
 import { grantCount } from '../oidc/authorized-apps.js';
 import type { ApplicationRevoked } from '../oidc/authorized-apps.js';
 import { revokeGrants } from '../oidc/grant-revocations.js';
+import { endUserSessions } from '../oidc/session-end.js';
 import type { SessionEnd } from '../oidc/session-end.js';
+import { enqueueMail } from '../mail/mail-outbox.js';
 import { NotFoundError } from './not-found.js';
 
 export interface UserAdmin {
@@ -41,7 +43,11 @@ export interface UserAdmin {
   find(name: string): Promise<User>;
   /** Every user, by username. */
   list(): Promise<User[]>;
-  create(input: NewUser, context: AuditContext): Promise<User>;
+  /**
+   * `emailVerified`: the operator vouches for the address (`email_verified` set). Otherwise, with
+   * `verificationTtlMs` (mail is on), a verification mail is queued with the user.
+   */
+  create(input: NewUser, context: AuditContext, options?: { emailVerified?: boolean; verificationTtlMs?: number }): Promise<User>;
   /** `changed` false: the user was disabled already (nothing written). */
   disable(user: User, context: AuditContext): Promise<{ changed: boolean; revoked: ApplicationRevoked[] }>;
   /** `changed` false: the user was not disabled (nothing written). */
@@ -69,11 +75,18 @@ export function createUserAdmin({ users, changes, sessions }: { users: UserStore
       return user;
     },
     list: () => users.list(),
-    async create(input, context) {
+    async create(input, context, { emailVerified = false, verificationTtlMs } = {}) {
       const row = await users.prepare(input); // argon2 before the transaction, not inside it
       return changes(async (tx, _raise, audit) => {
-        const user = await users.insert(row, tx);
+        const user = await users.insert({ ...row, emailVerified }, tx);
         await audit('user.created', about(user), context);
+        if (emailVerified) await audit('user.email_verified', about(user, { by: 'operator' }), context);
+        else if (verificationTtlMs !== undefined) {
+          // Sent by the running service's mail worker (at its next start, in embedded mode).
+          const now = new Date();
+          await enqueueMail(tx, { kind: 'email_verification', recipient: user.email, userId: user.id }, new Date(now.getTime() + verificationTtlMs), now);
+          await audit('user.email_verification_requested', about(user), context);
+        }
         return user;
       });
     },
@@ -110,20 +123,17 @@ export function createUserAdmin({ users, changes, sessions }: { users: UserStore
       const passwordHash = await users.hashNewPassword(password);
       await changes(async (tx, raise, audit) => {
         // A session taken with the old password (a stolen cookie) ends with it.
-        const { count } = await tx.user.updateMany({ where: { id: user.id }, data: { passwordHash, sessionsEndedAt: new Date() } });
+        const { count } = await tx.user.updateMany({ where: { id: user.id }, data: { passwordHash } });
         if (count === 0) throw new NotFoundError(`no user "${user.username}" (deleted meanwhile)`);
         await audit('user.password_set', about(user), context);
-        await audit('user.signed_out', about(user, { reason: 'password_set' }), context);
-        await sessions.within(tx, raise, audit, { accountId: user.id }, 'password_set', context);
+        await endUserSessions(sessions, tx, raise, audit, user, { reason: 'password_set' }, context);
       });
       sessions.wake();
     },
     async signOut(user, context) {
       await changes(async (tx, raise, audit) => {
-        const { count } = await tx.user.updateMany({ where: { id: user.id }, data: { sessionsEndedAt: new Date() } });
-        if (count === 0) throw new NotFoundError(`no user "${user.username}" (deleted meanwhile)`);
-        await audit('user.signed_out', about(user, { reason: 'sign_out' }), context);
-        await sessions.within(tx, raise, audit, { accountId: user.id }, 'sign_out', context);
+        const { ended } = await endUserSessions(sessions, tx, raise, audit, user, { reason: 'sign_out' }, context);
+        if (!ended) throw new NotFoundError(`no user "${user.username}" (deleted meanwhile)`);
       });
       sessions.wake();
     },

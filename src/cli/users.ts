@@ -10,12 +10,13 @@ import { withAdmin, withUser } from './admin.js';
 import { onlyArgument, parse, passwordOf, UsageError } from './args.js';
 import { endedText, fields, iso, json, section, table } from './output.js';
 import type { VerbTable } from './verb.js';
+import { loadConfig } from '../config.js';
 
 const JSON_OPTION = { json: { type: 'boolean' } } as const;
 const PASSWORD_OPTIONS = { password: { type: 'string' }, 'password-stdin': { type: 'boolean' } } as const;
 
 const userJson = (user: User) => ({
-  id: user.id, username: user.username, email: user.email, full_name: user.fullName, created_at: iso(user.createdAt), disabled_at: iso(user.disabledAt),
+  id: user.id, username: user.username, email: user.email, email_verified: user.emailVerified, full_name: user.fullName, created_at: iso(user.createdAt), disabled_at: iso(user.disabledAt),
 });
 const status = (user: User) => (user.disabledAt ? `disabled since ${iso(user.disabledAt)}` : 'active');
 const appJson = (app: AuthorizedApp) => ({ client_id: app.clientId, client_name: app.clientName, scopes: app.scopes, authorized_at: iso(app.authorizedAt) });
@@ -23,16 +24,18 @@ const named = (user: User) => `${user.username} (${user.id})`;
 
 export const USER_VERBS: VerbTable = {
   'user:create': {
-    usage: '--username <name> --email <address> --full-name <name> (--password-stdin | --password <password>)',
-    summary: 'create a user',
+    usage: '--username <name> --email <address> --full-name <name> (--password-stdin | --password <password>) [--email-verified]',
+    summary: 'create a user (mail on: a verification mail is queued, unless --email-verified vouches for the address)',
     async run(args, io) {
-      const { values } = parse(args, [], { username: { type: 'string' }, email: { type: 'string' }, 'full-name': { type: 'string' }, ...PASSWORD_OPTIONS });
+      const { values } = parse(args, [], { username: { type: 'string' }, email: { type: 'string' }, 'full-name': { type: 'string' }, 'email-verified': { type: 'boolean' }, ...PASSWORD_OPTIONS });
       const given: Record<string, string | undefined> = { username: values.username, password: await passwordOf(values, io.stdin), email: values.email, 'full-name': values['full-name'] };
       const missing = Object.keys(given).filter((name) => !given[name]);
       if (missing.length) throw new UsageError(`missing ${missing.map((name) => `--${name}`).join(', ')}`);
+      const { mail } = loadConfig(io.env);
+      const emailVerified = Boolean(values['email-verified']);
       const user = await withAdmin(io, (admin) => admin.users.create({
         username: given.username!, password: given.password!, email: given.email!, fullName: given['full-name']!,
-      }, io.context));
+      }, io.context, { emailVerified, ...(mail.mode === 'off' ? {} : { verificationTtlMs: mail.emailVerificationTtlMs }) }));
       return `created user ${named(user)}`;
     },
   },

@@ -48,9 +48,11 @@ export const grantCount = (ended: readonly ApplicationRevoked[]) => ended.reduce
 /**
  * Whose grants end: one user's, one client's, or one user's to one client; or the grants named,
  * those with offline_access excepted (a login session's, ending with it: session-end.ts).
+ * `keepOffline`: of a user's or a client's, only those without offline_access (every session of
+ * a user ended by a password reset or "sign out everywhere": session-end.ts `endUserSessions`).
  */
-export type GrantScope = { accountId: string; clientId?: string; grantIds?: undefined } | { accountId?: string; clientId: string; grantIds?: undefined }
-  | { grantIds: string[]; accountId?: undefined; clientId?: undefined };
+export type GrantScope = (({ accountId: string; clientId?: string; grantIds?: undefined } | { accountId?: string; clientId: string; grantIds?: undefined }) & { keepOffline?: boolean })
+  | { grantIds: string[]; accountId?: undefined; clientId?: undefined; keepOffline?: undefined };
 
 /** A grant's OpenID scope holds offline_access (OpenID Connect Core §11). */
 const OFFLINE = "(' ' || COALESCE(payload #>> '{openid,scope}', '') || ' ') LIKE '% offline_access %'";
@@ -82,6 +84,7 @@ export async function endGrants(tx: Prisma.TransactionClient, scope: GrantScope)
     ...(scope.accountId === undefined ? [] : [Prisma.sql`payload->>'accountId' = ${scope.accountId}`]),
     ...(scope.clientId === undefined ? [] : [Prisma.sql`payload->>'clientId' = ${scope.clientId}`]),
     ...(scope.grantIds === undefined ? [] : [Prisma.sql`id = ANY (${scope.grantIds}::text[])`, Prisma.raw(`NOT ${OFFLINE}`)]),
+    ...(scope.keepOffline ? [Prisma.raw(`NOT ${OFFLINE}`)] : []),
   ];
   const rows = await tx.$queryRaw<{ id: string; account_id: string; client_id: string }[]>`
     WITH grants AS (

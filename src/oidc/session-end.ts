@@ -1,8 +1,8 @@
 /**
  * The one place a login session ends, however it ends: RP-initiated logout (/api/logout.php),
  * the user's sign-out on the applications page, an operator (`users:sign-out`, `users:set-password`,
- * `users:disable`: admin/user-admin.ts), and whatever else ends a user's sessions. In one
- * transaction:
+ * `users:disable`: admin/user-admin.ts), the user on the account page (a password change, "sign
+ * out everywhere") and a password reset by mail ({@link endUserSessions}). In one transaction:
  *
  * | step                                                                 | why                                                  |
  * |----------------------------------------------------------------------|------------------------------------------------------|
@@ -27,9 +27,11 @@ import { logoutFieldsOf } from '../clients/client-metadata.js';
 import type { ModelWrite } from '../store/request-state.js';
 import type { Audit, ChangeTransaction } from '../webhooks/audited-changes.js';
 import type { BackchannelLogouts, LogoutMessage } from '../webhooks/backchannel-logouts.js';
+import type { RevocationReason } from '../webhooks/events.js';
 import type { Writer } from '../webhooks/outbox.js';
 import type { Raise } from '../webhooks/webhook-service.js';
 import { endGrants } from './authorized-apps.js';
+import type { ApplicationRevoked } from './authorized-apps.js';
 import { announceRevocations } from './grant-revocations.js';
 
 /** The provider-model type of the records of which applications a session signed in to. */
@@ -50,7 +52,7 @@ export interface SessionClient {
 export type SessionScope = { sessionUid: string; clientIds?: readonly string[] } | { accountId: string };
 
 /** Why: the user signed out (at /api/logout.php or the applications page), or an operator's doing. */
-export type EndReason = 'logout' | 'applications_page' | 'sign_out' | 'password_set' | 'disabled';
+export type EndReason = 'logout' | 'applications_page' | 'sign_out' | 'password_set' | 'disabled' | 'password_changed' | 'password_reset' | 'signed_out_everywhere';
 
 export interface SessionsEnded {
   /** Applications told by back-channel logout. */
@@ -130,4 +132,36 @@ export function createSessionEnd({ changes, logouts }: { changes: ChangeTransact
     },
     wake: () => logouts.wake(),
   };
+}
+
+/** What ending every session of a user also does (the account page, a password reset). */
+export interface UserSessionsEnd {
+  reason: EndReason;
+  /**
+   * Also end every grant of the user without `offline_access`, announced with this reason, not
+   * only those their sessions made (a password reset: whatever the old password let in).
+   */
+  revokeOnline?: RevocationReason;
+  /** The instant written (default now); the caller may need it, to sign this browser in again just after. */
+  at?: Date;
+}
+
+/**
+ * Ends every session of `user` in the caller's change: `sessions_ended_at` (every login session
+ * and page sign-in made up to it is over wherever it lives: accounts/provider-account.ts), audited
+ * as `user.signed_out`; with `revokeOnline`, every grant without `offline_access`; then, through
+ * {@link SessionEnd.within}, what those sessions made and a logout token to each application
+ * that asked for one. Resolves `ended: false` (nothing written) when the user no longer exists.
+ * The caller wakes the delivery (`sessions.wake()`) once its change committed.
+ */
+export async function endUserSessions(
+  sessions: Pick<SessionEnd, 'within'>, tx: Writer, raise: Raise, audit: Audit, user: { id: string; username: string }, end: UserSessionsEnd, context: AuditContext,
+): Promise<{ ended: boolean; revoked: ApplicationRevoked[] }> {
+  const { count } = await tx.user.updateMany({ where: { id: user.id }, data: { sessionsEndedAt: end.at ?? new Date() } });
+  if (count === 0) return { ended: false, revoked: [] };
+  const revoked = end.revokeOnline ? await endGrants(tx as Prisma.TransactionClient, { accountId: user.id, keepOffline: true }) : [];
+  if (end.revokeOnline) await announceRevocations(raise, audit, revoked, end.revokeOnline, context);
+  await audit('user.signed_out', { user: user.id, detail: { username: user.username, reason: end.reason, ...(end.revokeOnline ? { grants_revoked: revoked.reduce((n, r) => n + r.grantIds.length, 0) } : {}) } }, context);
+  await sessions.within(tx, raise, audit, { accountId: user.id }, end.reason, context);
+  return { ended: true, revoked };
 }

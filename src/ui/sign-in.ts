@@ -28,7 +28,7 @@ export interface SignInDependencies {
 
 /** Where a sign-in happens, for the audit trail: the page, and on the login page the client being authorized. */
 export interface SignInPlace {
-  page: 'login' | 'applications';
+  page: 'login' | 'applications' | 'account';
   clientId?: string;
 }
 

@@ -31,6 +31,12 @@ export const EVENT_CATALOGUE = {
     when: 'a token or grant is revoked: RFC 7009 revocation, refresh-token reuse, code replay, a user revoking the application, an operator',
     data: ['client_id', 'client_name', 'username?', 'grant_id', 'token_type', 'reason'],
   },
+  // A reset is someone proving they hold the address, not the password: a client that keeps its own
+  // session or an offline grant may want to look again. Sent to every client the user had a grant with.
+  'user.password_reset': {
+    when: 'a user reset their password with a mailed link: every session of theirs ended, and each grant without offline_access was revoked (a token.revoked each, reason password_reset); sent to every client holding a grant of the user before the reset',
+    data: ['client_id', 'client_name', 'username', 'grant_revoked'],
+  },
   'client.updated': {
     when: 'the client name or redirect URI is changed in the settings',
     data: ['client_id', 'client_name', 'redirect_uri', 'changed'],
@@ -55,9 +61,10 @@ export function isEventType(value: unknown): value is EventType {
 
 /**
  * Why a token.revoked event was raised. `admin_revoked`: an operator ended the grant (the CLI's
- * tokens:revoke, or the user was disabled or deleted).
+ * tokens:revoke, or the user was disabled or deleted). `signed_out_everywhere`, `password_reset`:
+ * the user's sessions ended, and with them every grant without offline_access (oidc/session-end.ts).
  */
-export type RevocationReason = 'revocation_request' | 'refresh_token_reuse' | 'code_replay' | 'user_revoked' | 'grant_revoked' | 'admin_revoked' | 'session_ended';
+export type RevocationReason = 'revocation_request' | 'refresh_token_reuse' | 'code_replay' | 'user_revoked' | 'grant_revoked' | 'admin_revoked' | 'session_ended' | 'signed_out_everywhere' | 'password_reset';
 
 /** What every event's `data` holds; the rest depends on the type (see the catalogue). */
 export interface EventData {

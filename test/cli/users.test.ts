@@ -50,16 +50,39 @@ describe('listing and showing', () => {
     const listed = expectSuccess(await cli(['users:list']));
     expect(listed.stdout).toMatch(new RegExp(`^${id}\\s+${user.username}\\s+user@example.com\\s+Listed Person\\s+\\S+\\s+active$`, 'm'));
     const all = JSON.parse(expectSuccess(await cli(['users:list', '--json'])).stdout) as Record<string, unknown>[];
-    expect(all).toContainEqual({ id, username: user.username, email: 'user@example.com', full_name: 'Listed Person', created_at: expect.any(String), disabled_at: null });
+    expect(all).toContainEqual({ id, username: user.username, email: 'user@example.com', full_name: 'Listed Person', created_at: expect.any(String), disabled_at: null, email_verified: false });
 
     const shown = JSON.parse(expectSuccess(await cli(['users:show', user.username.toUpperCase(), '--json'])).stdout) as Record<string, unknown>;
     expect(shown).toEqual({
-      id, username: user.username, email: 'user@example.com', full_name: 'Listed Person', created_at: expect.any(String), disabled_at: null,
+      id, username: user.username, email: 'user@example.com', full_name: 'Listed Person', created_at: expect.any(String), disabled_at: null, email_verified: false,
       applications: [{ client_id: client.client_id, client_name: 'Calendar', scopes: ['openid'], authorized_at: expect.any(String) }],
     });
     const byId = expectSuccess(await cli(['users:show', id]));
     expect(byId.stdout).toMatch(/^username\s+user\w+$/m);
     expect(byId.stdout).toMatch(new RegExp(`^${client.client_id}\\s+Calendar\\s+openid\\s+\\S+$`, 'm'));
+  });
+});
+
+describe('user:create and the e-mail address', () => {
+  const create = (username: string, extra: string[], env: Record<string, string> = {}) => runCli(
+    ['user:create', '--username', username, '--email', `${username}@example.com`, '--full-name', 'Mailed Person', '--password-stdin', ...extra],
+    { DATABASE_URL: t.env.DATABASE_URL!, DATA_DIR: t.env.DATA_DIR!, ...env }, { input: 'a password of some length' },
+  );
+  const verificationMails = (username: string) => t.app.db.prisma.mailMessage.count({ where: { kind: 'email_verification', recipient: `${username}@example.com` } });
+
+  test('--email-verified: the operator vouches for the address (email_verified, audited); no mail', async () => {
+    const run = expectSuccess(await create('vouched', ['--email-verified'], { SMTP_URL: 'smtp://127.0.0.1:9' }));
+    expect(auditLines(run).map((line) => line.event)).toEqual(['user.created', 'user.email_verified']);
+    expect((await t.app.db.prisma.user.findUniqueOrThrow({ where: { username: 'vouched' } })).emailVerified).toBe(true);
+    expect(await verificationMails('vouched')).toBe(0);
+  });
+
+  test('mail on: a verification mail is queued with the user; mail off: none, and the address stays unverified', async () => {
+    expectSuccess(await create('mailed', [], { SMTP_URL: 'smtp://127.0.0.1:9' }));
+    expect(await verificationMails('mailed')).toBe(1);
+    expectSuccess(await create('unmailed', []));
+    expect(await verificationMails('unmailed')).toBe(0);
+    expect((await t.app.db.prisma.user.findUniqueOrThrow({ where: { username: 'unmailed' } })).emailVerified).toBe(false);
   });
 });
 
@@ -180,7 +203,7 @@ describe('ending a user\'s sessions', () => {
     expect((await flow.authorize(client, user)).searchParams.get('code')).toBeTruthy(); // silently, from the session
     const page = new Browser(t.baseUrl);
     expect((await postApplicationsForm(page, 'sign_in', { username: user.username, password: user.password })).status).toBe(303);
-    expect((await page.request('/api/applications.php')).body).toContain('Your applications');
+    expect((await page.request('/api/applications.php')).body).toContain('Your account');
     return { flow, page };
   }
 
@@ -191,8 +214,8 @@ describe('ending a user\'s sessions', () => {
     return {
       authorize: authorize.body.includes('id="username"') ? 'login page' : authorize.location ? 'code' : authorize.status,
       promptNone: none.searchParams.get('error') ?? 'code',
-      flowApplications: (await flow.request('/api/applications.php')).body.includes('Your applications') ? 'signed in' : 'sign-in form',
-      pageApplications: (await page.request('/api/applications.php')).body.includes('Your applications') ? 'signed in' : 'sign-in form',
+      flowApplications: (await flow.request('/api/applications.php')).body.includes('Your account') ? 'signed in' : 'sign-in form',
+      pageApplications: (await page.request('/api/applications.php')).body.includes('Your account') ? 'signed in' : 'sign-in form',
     };
   }
   const ENDED = { authorize: 'login page', promptNone: 'login_required', flowApplications: 'sign-in form', pageApplications: 'sign-in form' };

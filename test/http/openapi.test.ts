@@ -14,6 +14,7 @@ import { HEALTH_PATH, LIVE_PATH, READY_PATH } from '../../src/http/health.js';
 import { OPENAPI_FILE, OPENAPI_PATH } from '../../src/http/openapi-document.js';
 import { DISCOVERY_PATHS, ROUTES } from '../../src/oidc/routes.js';
 import { APPLICATIONS_PATH } from '../../src/ui/applications.js';
+import { FORGOT_PATH, RESET_PATH, VERIFY_PATH } from '../../src/ui/account-links.js';
 import { REGISTER_PATH } from '../../src/ui/register.js';
 import { SETTINGS_PATH } from '../../src/ui/settings-session.js';
 import { WEBHOOKS_PATH } from '../../src/ui/webhooks-api.js';
@@ -98,7 +99,7 @@ describe('openapi.json', () => {
   });
 
   test('describes every path the app serves (the login and consent pages, reached only by redirect, aside)', () => {
-    const served = [...Object.values(ROUTES), ...DISCOVERY_PATHS, REGISTER_PATH, SETTINGS_PATH, WEBHOOKS_PATH, APPLICATIONS_PATH, OPENAPI_PATH, HEALTH_PATH, LIVE_PATH, READY_PATH];
+    const served = [...Object.values(ROUTES), ...DISCOVERY_PATHS, REGISTER_PATH, SETTINGS_PATH, WEBHOOKS_PATH, APPLICATIONS_PATH, FORGOT_PATH, RESET_PATH, VERIFY_PATH, OPENAPI_PATH, HEALTH_PATH, LIVE_PATH, READY_PATH];
     expect(Object.keys(doc.paths).sort()).toEqual([...new Set(served)].sort());
   });
 
@@ -259,7 +260,7 @@ describe('the live API answers as openapi.json says', () => {
     expect((await call(t, 'GET', ROUTES.end_session, { query: { client_id: 'nobody' } })).status).toBe(401);
   });
 
-  test('the settings and applications pages', async () => {
+  test('the settings, applications and forgot-password pages', async () => {
     for (const path of ['/api/settings.php', '/api/applications.php']) {
       expect((await call(t, 'GET', path)).headers.get('content-type')).toMatch(/^text\/html/);
       expect((await call(t, 'POST', path, { query: { action: 'sign_in' }, form: { action: 'sign_in', _csrf: 'forged' } })).status).toBe(403);

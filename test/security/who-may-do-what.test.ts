@@ -32,6 +32,8 @@ import type { Instance } from '../helpers/instance.js';
 import { pkcePair, pkceParams } from '../helpers/pkce.js';
 import { createTestDatabase, deleteRedisKeys, dropDatabase, freePort, REDIS_URL, tempDataDir, testRedisPrefix } from '../helpers/services.js';
 import type { TestDatabase } from '../helpers/services.js';
+import { startMailbox } from '../helpers/mailbox.js';
+import type { Mailbox } from '../helpers/mailbox.js';
 import { postSettingsForm, signInOnSettingsPage } from '../helpers/settings-page.js';
 import { UNLIMITED } from '../helpers/test-app.js';
 import { describeWithOpenssl, makeCertificates } from '../helpers/tls.js';
@@ -45,6 +47,13 @@ const GRANTS = ['authorization_code', 'refresh_token'];
 const NATIVE_REDIRECT = 'http://127.0.0.1/callback';
 const RESOURCE = 'https://tools.example/mcp';
 const USER = { username: `owner${randomBytes(3).toString('hex')}`, password: 'correct horse battery' };
+/**
+ * The user whose account the account rows act on (its forms, a reset link): one of its own, so
+ * that signing it out everywhere or resetting its password ends nothing the other rows hold. The
+ * `user` column's `current` is this user's password there; a password change or a reset sets the
+ * same password again.
+ */
+const ACCOUNT = { username: `account${randomBytes(3).toString('hex')}`, password: 'account horse battery', email: `account-${randomBytes(3).toString('hex')}@example.com` };
 /** What every instance here runs with, the lock aside: documents and key sets on loopback, machine clients, one resource. */
 const OPEN_ENV = {
   ...UNLIMITED, CLIENT_METADATA_ALLOW_PRIVATE_NETWORKS: 'true', REGISTRATION_CLIENT_CREDENTIALS: 'true',
@@ -73,6 +82,8 @@ interface Principal {
 
 interface World {
   baseUrl: string;
+  /** The SMTP server the service mails to (reset links for the account rows). */
+  mailbox: Mailbox;
   /** Where `/metrics` is served (METRICS_PORT, on loopback as METRICS_HOST is by default). */
   metricsUrl: string;
   principals: Map<Kind, Principal>;
@@ -125,7 +136,9 @@ async function startWorld(mode: 'postgres' | 'embedded', tls: Certificates, docs
     ? { DATABASE_URL: (database = await createTestDatabase()).url, REDIS_URL, REDIS_KEY_PREFIX: prefix }
     : { DATA_DIR: dataDir };
   const metricsPort = await freePort();
+  const mailbox = await startMailbox();
   const env = {
+    SMTP_URL: mailbox.url,
     ...store, ...OPEN_ENV, REGISTRATION_INITIAL_ACCESS_TOKEN: INITIAL_ACCESS_TOKEN, KEYS_ENCRYPTION_KEY: TEST_KEYS_ENCRYPTION_KEY, NODE_EXTRA_CA_CERTS: tls.caFile,
     METRICS_PORT: String(metricsPort),
     // Each sign-in attempt comes from an address of its own (X-Forwarded-For through one trusted
@@ -134,6 +147,7 @@ async function startWorld(mode: 'postgres' | 'embedded', tls: Certificates, docs
   };
   const cli = (args: string[], input?: string) => runCli(args, { ...store, KEYS_ENCRYPTION_KEY: TEST_KEYS_ENCRYPTION_KEY }, input === undefined ? {} : { input });
   expectSuccess(await cli(['user:create', '--username', USER.username, '--email', 'owner@example.com', '--full-name', 'Owner', '--password-stdin'], USER.password));
+  expectSuccess(await cli(['user:create', '--username', ACCOUNT.username, '--email', ACCOUNT.email, '--full-name', 'Account', '--password-stdin'], ACCOUNT.password));
   // A machine client an operator made (the embedded database has one owner: before the server starts).
   const machine = JSON.parse(expectSuccess(await cli(['clients:create', '--name', 'Machine', '--grant-types', 'client_credentials', '--json'])).stdout) as { client_id: string; client_secret: string };
   let instance: Instance = await startInstance(env, { dataDir });
@@ -177,7 +191,7 @@ async function startWorld(mode: 'postgres' | 'embedded', tls: Certificates, docs
   principals.set('user', { kind: 'user', clientId: USER.username, secrets: { current: USER.password }, isPublic: false, authorizes: false, redirectUri: REDIRECT });
 
   const browser = new Browser(baseUrl);
-  const world: World = { baseUrl, metricsUrl: `http://127.0.0.1:${metricsPort}`, principals, browser, stranger, keysUri, close: async () => {} };
+  const world: World = { baseUrl, mailbox, metricsUrl: `http://127.0.0.1:${metricsPort}`, principals, browser, stranger, keysUri, close: async () => {} };
   // Signed in and consented once per client, one at a time: every later code is a silent redirect.
   for (const p of principals.values()) if (p.authorizes) await code(world, p);
   // The deleted client held a token when an operator deleted it (the server stopped: the embedded database has one owner).
@@ -189,6 +203,7 @@ async function startWorld(mode: 'postgres' | 'embedded', tls: Certificates, docs
   instance = await startInstance(env, { dataDir, port: instance.port });
   world.close = async () => {
     await stopInstance(instance);
+    await mailbox.close();
     await database?.drop();
     if (mode === 'postgres') await deleteRedisKeys(prefix);
   };
@@ -426,12 +441,75 @@ const SURFACES: Record<string, Attempt> = {
     const form = { logout: 'yes', ...(presented === 'none' ? {} : { xsrf: presented.value }) };
     return String((await new Browser(world.baseUrl).request('/api/logout.php/confirm', { form })).status);
   },
+  'account: change password': (world, p, credential) => accountForm(world, p, credential, 'change_password', true),
+  'account: sign out everywhere': (world, p, credential) => accountForm(world, p, credential, 'sign_out_everywhere', false),
+  'account: verify address': (world, p, credential) => accountForm(world, p, credential, 'verify_email', false),
+  // Anyone may ask: the answer is the same for every address and whatever a request carries.
+  async 'forgot-password request'(world, p, credential) {
+    const presented = await typed(world, p, credential);
+    if (presented === 'n/a') return 'n/a';
+    const bearer: Record<string, string> = presented === 'none' || presented.value === '' ? {} : { authorization: `Bearer ${presented.value}` };
+    return formPost(world, '/api/forgot-password.php', '/api/forgot-password.php', { email: 'nobody@example.com' }, { 'x-forwarded-for': freshAddress(), ...bearer });
+  },
+  // The credential is the link's token: a live one mailed to the account user (`user`, `current`), or whatever else is typed.
+  async 'reset link'(world, p, credential) {
+    const presented = await typed(world, p, credential);
+    if (presented === 'n/a') return 'n/a';
+    const token = p.kind === 'user' && credential === 'current' ? await freshResetToken(world) : presented === 'none' ? '' : presented.value;
+    const browser = new Browser(world.baseUrl);
+    const page = await browser.request(`/api/reset-password.php?token=${encodeURIComponent(token)}`);
+    if (page.status !== 200) return String(page.status);
+    const set = { _csrf: csrfOf(page), token, new_password: ACCOUNT.password, new_password_again: ACCOUNT.password };
+    return String((await browser.request('/api/reset-password.php', { form: set })).status);
+  },
   async 'applications sign-in'(world, p, credential) {
     const presented = await typed(world, p, credential);
     if (presented === 'n/a') return 'n/a';
     return formPost(world, '/api/applications.php', '/api/applications.php', { action: 'sign_in', username: p.clientId, password: presented === 'none' ? '' : presented.value }, { 'x-forwarded-for': freshAddress() });
   },
 };
+
+/**
+ * One of the account page's forms, as `p` would post it: signed in on the page with its credential
+ * (the `user` column: the account user, with its password for `current`), then the form with the
+ * page's token. Where a password is asked (the current one, and the new one: the same again),
+ * the credential is typed. Not signed in, the form answers 401 (the sign-in page).
+ */
+async function accountForm(world: World, p: Principal, credential: Credential, action: string, withPassword: boolean): Promise<string> {
+  const presented = await typed(world, p, credential);
+  if (presented === 'n/a') return 'n/a';
+  const own = p.kind === 'user';
+  const password = own && credential === 'current' ? ACCOUNT.password : presented === 'none' ? '' : presented.value;
+  const headers = { 'x-forwarded-for': freshAddress() };
+  const browser = new Browser(world.baseUrl);
+  const signIn = await browser.request('/api/applications.php', { headers });
+  await browser.request('/api/applications.php', { form: { _csrf: csrfOf(signIn), action: 'sign_in', username: own ? ACCOUNT.username : p.clientId, password }, headers });
+  const page = await browser.request('/api/applications.php', { headers });
+  const fields: Record<string, string> = withPassword ? { current_password: password, new_password: password, new_password_again: password } : {};
+  return String((await browser.request('/api/applications.php', { form: { _csrf: csrfOf(page), action, ...fields }, headers })).status);
+}
+
+/** Reset mails to the account user already followed (each link is used once). */
+const followed = new Set<string>();
+
+/** A live reset link's token for the account user: asked for on the form, read from the mail. */
+async function freshResetToken(world: World): Promise<string> {
+  const headers = { 'x-forwarded-for': freshAddress() };
+  const browser = new Browser(world.baseUrl);
+  const form = await browser.request('/api/forgot-password.php', { headers });
+  await browser.request('/api/forgot-password.php', { form: { _csrf: csrfOf(form), email: ACCOUNT.email }, headers });
+  for (let i = 0; i < 300; i += 1) {
+    const link = world.mailbox.received.flatMap((mail) => mail.links).find((url) => url.includes('/api/reset-password.php') && !followed.has(url));
+    if (link) {
+      followed.add(link);
+      return new URL(link).searchParams.get('token')!;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error('no reset mail for the account user');
+}
+
+const csrfOf = (page: { body: string }) => /name="_csrf" value="([^"]*)"/.exec(page.body)?.[1] ?? '';
 
 /** A GET of `url` carrying the principal's credential as a bearer token (none for a public client's own way, or an empty one). */
 async function carrying(world: World, p: Principal, credential: Credential, url: string): Promise<string> {

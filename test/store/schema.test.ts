@@ -29,7 +29,7 @@ describe('every model through the generated client', () => {
       data: { id, username: `u-${id}`, email: 'a@example.com', fullName: 'A Person', passwordHash: '$argon2id$x' },
     });
     expect(created).toEqual({
-      id, username: `u-${id}`, email: 'a@example.com', fullName: 'A Person', passwordHash: '$argon2id$x', createdAt: expect.any(Date), disabledAt: null, sessionsEndedAt: null,
+      id, username: `u-${id}`, email: 'a@example.com', fullName: 'A Person', passwordHash: '$argon2id$x', createdAt: expect.any(Date), disabledAt: null, sessionsEndedAt: null, emailVerified: false,
     });
     expect(Math.abs(created.createdAt.getTime() - start)).toBeLessThan(60_000);
     expect(await prisma.user.findUnique({ where: { username: `u-${id}` } })).toEqual(created);
@@ -193,8 +193,27 @@ describe('every model through the generated client', () => {
     expect(await prisma.backchannelLogout.findUnique({ where: { id: message.id } })).toBeNull();
   });
 
+  test('AccountToken: create, use once, deleted with its user; MailMessage: create, claim fields, read', async () => {
+    const id = randomUUID();
+    await prisma.user.create({ data: { id, username: `t-${id}`, email: 'a@example.com', fullName: 'A', passwordHash: 'h' } });
+    const expiresAt = new Date(Math.floor(Date.now() / 1000) * 1000 + 60_000);
+    const token = await prisma.accountToken.create({ data: { digest: `d-${id}`, purpose: 'password_reset', userId: id, email: 'a@example.com', expiresAt } });
+    expect(token).toEqual({ digest: `d-${id}`, purpose: 'password_reset', userId: id, email: 'a@example.com', createdAt: expect.any(Date), expiresAt, usedAt: null });
+    expect((await prisma.accountToken.updateMany({ where: { digest: `d-${id}`, usedAt: null }, data: { usedAt: new Date() } })).count).toBe(1);
+    expect((await prisma.accountToken.updateMany({ where: { digest: `d-${id}`, usedAt: null }, data: { usedAt: new Date() } })).count).toBe(0);
+    await prisma.user.delete({ where: { id } });
+    expect(await prisma.accountToken.findUnique({ where: { digest: `d-${id}` } })).toBeNull();
+
+    const mail = await prisma.mailMessage.create({ data: { id: `m-${id}`, kind: 'email_verification', recipient: 'a@example.com', userId: id, sendBefore: expiresAt, nextAttemptAt: expiresAt } });
+    expect(mail).toEqual({
+      id: `m-${id}`, kind: 'email_verification', recipient: 'a@example.com', userId: id, status: 'pending', attempts: 0, nextAttemptAt: expiresAt,
+      leaseOwner: null, leaseExpiresAt: null, sendBefore: expiresAt, lastError: null, sentAt: null, createdAt: expect.any(Date),
+    });
+    await prisma.mailMessage.delete({ where: { id: `m-${id}` } });
+  });
+
   test('the tests above cover every model the client knows', () => {
-    expect(Object.values(Prisma.ModelName).sort()).toEqual(['AuditEvent', 'BackchannelLogout', 'Client', 'OidcModel', 'ResourceServer', 'SigningKey', 'User', 'WebhookDelivery', 'WebhookEndpoint']);
+    expect(Object.values(Prisma.ModelName).sort()).toEqual(['AccountToken', 'AuditEvent', 'BackchannelLogout', 'Client', 'MailMessage', 'OidcModel', 'ResourceServer', 'SigningKey', 'User', 'WebhookDelivery', 'WebhookEndpoint']);
   });
 });
 
