@@ -32,15 +32,17 @@ const list = async (...args: string[]) => JSON.parse(expectSuccess(await cli(['a
 describe('audit:list', () => {
   test('by user, newest first: who did what, from where, in which request', async () => {
     const entries = await list('--user', alice.username);
-    // Disabling ends the user's sessions too (enabling them again brings none back): its own row.
-    expect(entries.map((entry) => entry.event)).toEqual(['user.signed_out', 'user.disabled', 'token.revoked', 'token.issued', 'consent.granted', 'login.succeeded']);
-    expect(entries[0]).toMatchObject({ event: 'user.signed_out', actor: 'operator', detail: { username: alice.username, reason: 'disabled' } });
-    expect(entries[1]).toEqual({
+    // Disabling ends the user's sessions too (enabling them again brings none back): its own rows,
+    // the end of the instant and the end of what the sessions made (oidc/session-end.ts).
+    expect(entries.map((entry) => entry.event)).toEqual(['session.ended', 'user.signed_out', 'user.disabled', 'token.revoked', 'token.issued', 'consent.granted', 'login.succeeded']);
+    expect(entries[0]).toMatchObject({ event: 'session.ended', actor: 'operator', user_id: aliceId, detail: { reason: 'disabled' } });
+    expect(entries[1]).toMatchObject({ event: 'user.signed_out', actor: 'operator', detail: { username: alice.username, reason: 'disabled' } });
+    expect(entries[2]).toEqual({
       id: expect.stringMatching(/^\d+$/), time: expect.any(String), event: 'user.disabled', actor: 'operator', user_id: aliceId, client_id: null,
       address: null, request_id: expect.stringMatching(/^cli-/), detail: { username: alice.username, grants_revoked: 1, os_user: expect.any(String) },
     });
-    expect(entries[4]).toMatchObject({ actor: `user:${aliceId}`, client_id: client.client_id, address: '127.0.0.1', request_id: expect.any(String) });
-    expect(Date.parse(entries[1]!.time)).toBeGreaterThanOrEqual(Date.parse(entries[4]!.time));
+    expect(entries[5]).toMatchObject({ actor: `user:${aliceId}`, client_id: client.client_id, address: '127.0.0.1', request_id: expect.any(String) });
+    expect(Date.parse(entries[2]!.time)).toBeGreaterThanOrEqual(Date.parse(entries[5]!.time));
     expect(await list('--user', aliceId)).toEqual(entries);
 
     const table = expectSuccess(await cli(['audit:list', '--user', alice.username])).stdout;
