@@ -270,7 +270,7 @@ export function loadConfig(env: Env): Config {
     accessTokenTtl: integer(env, 'ACCESS_TOKEN_TTL', 3600, 1, 86_400),
     idTokenTtl: integer(env, 'ID_TOKEN_TTL', 3600, 1, 86_400),
     authorizationCodeTtl: integer(env, 'AUTHORIZATION_CODE_TTL', 60, 1, 600),
-    refreshTokenTtl: integer(env, 'REFRESH_TOKEN_TTL', 14 * 86_400, 60, 366 * 86_400),
+    refreshTokenTtl: integer(env, 'REFRESH_TOKEN_TTL', 14 * 86_400, 1, 366 * 86_400),
     tokenRateLimitPerMinute: integer(env, 'TOKEN_RATE_LIMIT_PER_MINUTE', 5, 1, 1_000_000),
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 60, 1, 1_000_000),
     webhookRetryBaseMs: integer(env, 'WEBHOOK_RETRY_BASE_MS', 30_000, 1, 3_600_000),
