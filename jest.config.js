@@ -12,5 +12,7 @@ export default {
     }],
   },
   maxWorkers: 2,
+  // The longest files first, in a fresh clone too (test/sequencer.mjs).
+  testSequencer: '<rootDir>/test/sequencer.mjs',
   testTimeout: 30000,
 };

@@ -274,7 +274,7 @@ export function loadConfig(env: Env): Config {
     accessTokenTtl: duration(env, 'ACCESS_TOKEN_TTL', 's', 3600, 1, 86_400),
     idTokenTtl: duration(env, 'ID_TOKEN_TTL', 's', 3600, 1, 86_400),
     authorizationCodeTtl: duration(env, 'AUTHORIZATION_CODE_TTL', 's', 60, 1, 600),
-    refreshTokenTtl: duration(env, 'REFRESH_TOKEN_TTL', 's', 14 * 86_400, 60, 366 * 86_400),
+    refreshTokenTtl: duration(env, 'REFRESH_TOKEN_TTL', 's', 14 * 86_400, 1, 366 * 86_400),
     tokenRateLimitPerMinute: integer(env, 'TOKEN_RATE_LIMIT_PER_MINUTE', 5, 1, 1_000_000),
     rateLimitPerMinute: integer(env, 'RATE_LIMIT_PER_MINUTE', 60, 1, 1_000_000),
     webhookRetryBaseMs: duration(env, 'WEBHOOK_RETRY_BASE_MS', 'ms', 30_000, 1, 3_600_000),

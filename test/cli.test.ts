@@ -1,8 +1,9 @@
 /**
  * The administration CLI: against the machine's Postgres, and against an embedded DATA_DIR with
  * the server stopped. What only a process shows is run as operators run it (`node dist/cli.js`,
- * what `npm run user:create --` runs): which stream says what, exit statuses, the lock on
- * DATA_DIR between processes; the rest in this process (test/helpers/cli.ts).
+ * what `npm run user:create --` runs): which stream says what, exit statuses, a first start on
+ * an empty DATA_DIR, the lock on DATA_DIR between processes; the rest in this process
+ * (test/helpers/cli.ts: the same commands and exit codes).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -142,13 +143,13 @@ describe('against PostgreSQL (DATABASE_URL)', () => {
   });
 
   test('an unknown command prints the usage and exits non-zero', async () => {
-    const run = await spawned(['user:delete']);
+    const run = await cli(['user:delete']);
     expect(run.code).not.toBe(0);
     expect(run.stderr).toMatch(/usage: .*user:create/);
   });
 
   test('a bad DATABASE_URL is a configuration error naming it', async () => {
-    const run = await spawnCli(userArgs({ username: 'carol' }), { DATABASE_URL: 'mysql://x', DATA_DIR: dataDir });
+    const run = await runCli(userArgs({ username: 'carol' }), { DATABASE_URL: 'mysql://x', DATA_DIR: dataDir });
     expectCleanFailure(run, 'DATABASE_URL');
   });
 });
@@ -156,7 +157,9 @@ describe('against PostgreSQL (DATABASE_URL)', () => {
 describe('against the embedded database (DATA_DIR, server stopped)', () => {
   let dataDir: string;
   let env: Record<string, string>;
-  const cli = (args: string[]) => spawnCli(args, env, { timeoutMs: EMBEDDED_TIMEOUT });
+  // The first start (an empty DATA_DIR) and the lock between processes in processes; the rest in this one.
+  const spawned = (args: string[]) => spawnCli(args, env, { timeoutMs: EMBEDDED_TIMEOUT });
+  const cli = (args: string[]) => runCli(args, env);
 
   beforeAll(() => {
     dataDir = tempDataDir('oauth-cli-test');
@@ -165,7 +168,7 @@ describe('against the embedded database (DATA_DIR, server stopped)', () => {
   afterAll(() => { if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true }); });
 
   test('user:create creates a user who can then log in', async () => {
-    const run = await cli(userArgs());
+    const run = await spawned(userArgs());
     expect(run.stderr).not.toMatch(/user:create:/);
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/created user alice/);
@@ -190,7 +193,7 @@ describe('against the embedded database (DATA_DIR, server stopped)', () => {
     const db = await openDatabase({ databaseUrl: undefined, dataDir }); // as the running server does
     let run: NodeRun;
     try {
-      run = await cli(userArgs({ username: 'dave' }));
+      run = await spawned(userArgs({ username: 'dave' }));
     } finally {
       await db.close();
     }
@@ -198,7 +201,7 @@ describe('against the embedded database (DATA_DIR, server stopped)', () => {
     expect(run.stderr).toContain(String(process.pid));
 
     // Nothing was written, and once the folder is free the same command works.
-    const retry = await cli(userArgs({ username: 'dave' }));
+    const retry = await spawned(userArgs({ username: 'dave' }));
     expect(retry.code).toBe(0);
   }, EMBEDDED_TIMEOUT);
 });

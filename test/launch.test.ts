@@ -24,7 +24,7 @@ describe('node dist/launch.cjs', () => {
   beforeAll(async () => {
     await buildDist();
     ({ threadPoolSize } = createRequire(import.meta.url)(path.join(ROOT, 'dist', 'launch.cjs')));
-    database = await createTestDatabase();
+    database = await createTestDatabase({ migrated: true });
     for (const size of ['default', '4', '3']) {
       instances[size] = await startInstance(size === 'default' ? { DATABASE_URL: database.url } : { DATABASE_URL: database.url, UV_THREADPOOL_SIZE: size });
     }

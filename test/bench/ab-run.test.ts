@@ -8,11 +8,11 @@
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { END, START } from '../../bench/lib/markdown.mjs';
 import { buildDist, ROOT } from '../helpers/build.js';
+import { tempDataDir } from '../helpers/services.js';
 import { describeWith, GIT_CHECKOUT, program } from '../helpers/system-tool.js';
 
 // --against builds another commit of this clone.
@@ -46,7 +46,7 @@ const stillThere = (worktree: string) => fs.existsSync(worktree)
 
 withCheckout('npm run bench --against', () => {
   beforeAll(async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-ab-'));
+    dir = tempDataDir('bench-ab'); // in memory where there is room: the bench's embedded databases and the other build go there
     fs.mkdirSync(tmpdir());
     await buildDist();
   }, 120_000);

@@ -3,21 +3,27 @@
  * process starts, every anchor and row answers what it should, and one table comes out.
  * It asserts no speed (speed lives in the printed figures), only that the instrument works.
  */
-import { describe, expect, test, beforeAll } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { execFile } from 'node:child_process';
+import fs from 'node:fs';
 import { promisify } from 'node:util';
 import { buildDist, ROOT } from '../helpers/build.js';
+import { tempDataDir } from '../helpers/services.js';
 
+/** The bench's temporary folders (its embedded database among them), in memory where there is room. */
+let tmpdir: string;
 beforeAll(async () => {
+  tmpdir = tempDataDir('bench-smoke');
   await buildDist();
 }, 120_000);
+afterAll(() => { fs.rmSync(tmpdir, { recursive: true, force: true }); });
 
 describe('npm run bench --quick', () => {
   test('prints one table with the anchors and this service, no unexpected answers', async () => {
     const { stdout } = await promisify(execFile)(process.execPath, [
       'bench/run.mjs', '--quick', '--no-build', '--mode', 'embedded', '--rows', 'discovery,userinfo',
       '--connections', '4', '--seconds', '1', '--warmup', '1',
-    ], { cwd: ROOT, timeout: 240_000 }); // roomy: a loaded machine slows every process it starts
+    ], { cwd: ROOT, env: { ...process.env, TMPDIR: tmpdir }, timeout: 240_000 }); // roomy: a loaded machine slows every process it starts
     const lines = stdout.split('\n').filter((line) => line.startsWith('| '));
     expect(lines[0]).toMatch(/^\| target +\| row +\| req\/s +\| p50 ms +\| p99 ms +\| vs anchor +\| PG xacts\/req +\| Redis cmds\/req +\| CPU µs\/req +\| RSS MB +\| notes/);
     const rows = lines.slice(1).map((line) => line.split('|').slice(1, -1).map((cell) => cell.trim()));

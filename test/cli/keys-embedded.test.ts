@@ -12,6 +12,7 @@ import { createLocalJWKSet, jwtVerify } from 'jose';
 import type { TestClient, TestUser } from '../helpers/browser.js';
 import { EMBEDDED_TIMEOUT, expectSuccess, runCli } from '../helpers/cli.js';
 import { createUser, obtainTokens, registerClient } from '../helpers/fixtures.js';
+import { copyMigratedPglite } from '../helpers/migrated-templates.js';
 import { tempDataDir } from '../helpers/services.js';
 import { jwksOf, kidOf, kidsOf, listKeys, until } from '../helpers/signing-keys.js';
 import { startTestApp } from '../helpers/test-app.js';
@@ -27,6 +28,9 @@ let client: TestClient;
 let user: TestUser;
 beforeAll(async () => {
   fs.writeFileSync(path.join(dataDir, 'keys.json'), keysJson, { mode: 0o600 });
+  // Its database is migrated already (a copy of the template, no signing key in it): what is
+  // tested is keys.json seeding the key table, not a first start of PGlite.
+  await copyMigratedPglite(dataDir);
   t = await startTestApp({ mode: 'embedded', env: { ...ENV, DATA_DIR: dataDir, JWKS_FILE: '' } }); // no fixture key: keys.json's seeds
   client = await registerClient(t);
   user = await createUser(t);

@@ -3,6 +3,8 @@
  * run) in its own process, with exactly the environment given (plus PATH), its output
  * collected. For tests of what only a real process shows: several instances, signals, a crash,
  * what it prints at a terminal (`terminal`: run under a pseudo-terminal by util-linux `script`).
+ * Its first start on a database stores the fixture signing key (test/helpers/fixture-keys.ts)
+ * rather than generating an RSA key, unless the environment names another JWKS_FILE.
  *
  * @example await buildDist(); const i = await startInstance({ DATABASE_URL }); …; await stopInstance(i);
  */
@@ -10,6 +12,7 @@ import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import { ROOT } from './build.js';
+import { fixtureJwksFile } from './fixture-keys.js';
 import { freePort, tempDataDir } from './services.js';
 
 export interface Instance {
@@ -51,7 +54,7 @@ export async function startInstance(env: Record<string, string>, options: Instan
     : [process.execPath, ['dist/launch.cjs']];
   const child = spawn(command[0], command[1], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', NODE_ENV: 'test', PORT: String(port), BASE_URL: baseUrl, DATA_DIR: dataDir, KEYS_ENCRYPTION_KEY: TEST_KEYS_ENCRYPTION_KEY, ...env },
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', NODE_ENV: 'test', PORT: String(port), BASE_URL: baseUrl, DATA_DIR: dataDir, KEYS_ENCRYPTION_KEY: TEST_KEYS_ENCRYPTION_KEY, JWKS_FILE: fixtureJwksFile(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));

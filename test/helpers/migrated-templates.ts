@@ -18,6 +18,7 @@ import { openDatabase } from '../../src/store/database.js';
 import { MIGRATIONS_DIR, migrate } from '../../src/store/migrate.js';
 import { ROOT } from './build.js';
 import { withFileLock } from './file-lock.js';
+import { TEST_DATA_ROOT } from './services.js';
 
 /** What a migrated store depends on: every migration, the runner, the embedded engine's version. */
 function digest(): string {
@@ -71,7 +72,7 @@ async function makeTemplate(adminUrl: string): Promise<string> {
   }
 }
 
-const PGLITE = path.join(os.tmpdir(), `oauth-test-pglite-${DIGEST}`);
+const PGLITE = path.join(TEST_DATA_ROOT, `oauth-test-pglite-${DIGEST}`);
 
 async function makePglite(): Promise<void> {
   if (fs.existsSync(PGLITE)) return;

@@ -11,9 +11,8 @@
 import { execFileSync, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { freePort } from './services.js';
+import { freePort, TEST_DATA_ROOT } from './services.js';
 import { answers } from '../../bench/lib/pgbouncer.mjs';
 
 const BIN = '/usr/lib/postgresql/15/bin';
@@ -68,7 +67,7 @@ function signal(pid: number, name: NodeJS.Signals): void {
 
 export async function startPostgresServer(): Promise<PostgresServer> {
   const user = postgresUser();
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'oauth-pg-'));
+  const dataDir = fs.mkdtempSync(path.join(TEST_DATA_ROOT, 'oauth-pg-')); // a cluster is written whole: in memory where there is room
   if (user) fs.chownSync(dataDir, user.uid, user.gid);
   execFileSync(`${BIN}/initdb`, ['-D', dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync'], { stdio: 'ignore', ...user });
   const port = await freePort();

@@ -16,7 +16,7 @@ describe('server timeouts', () => {
   let server: http.Server;
   let baseUrl: string;
   beforeAll(async () => {
-    t = await startTestApp({ mode: 'embedded', env: { HTTP_HEADERS_TIMEOUT_MS: '500', HTTP_REQUEST_TIMEOUT_MS: '1000', HTTP_KEEP_ALIVE_TIMEOUT_MS: '500' } });
+    t = await startTestApp({ env: { HTTP_HEADERS_TIMEOUT_MS: '500', HTTP_REQUEST_TIMEOUT_MS: '1000', HTTP_KEEP_ALIVE_TIMEOUT_MS: '500' } });
     server = http.createServer(serverOptions(t.config.timeouts), t.app.callback());
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -75,7 +75,7 @@ describe('discovery', () => {
 
 describe('iss on every authorization response (RFC 9207)', () => {
   let t: TestApp;
-  beforeAll(async () => { t = await startTestApp({ mode: 'embedded' }); });
+  beforeAll(async () => { t = await startTestApp(); });
   afterAll(async () => { await t.close(); });
 
   test('on a code, on a refusal (access_denied) and on an error redirect', async () => {

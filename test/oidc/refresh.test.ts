@@ -15,20 +15,23 @@ import type { Mode, TestApp } from '../helpers/test-app.js';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * The absolute lifetime takes a minute to show (REFRESH_TOKEN_TTL is at least 60): its code is
- * exchanged before every other test of this file and its refresh sent 35 s later whatever runs
- * then, so that the other tests run in that minute; its test comes last.
+ * The absolute lifetime takes ABSOLUTE_TTL seconds to show: its code is exchanged before every
+ * other test of this file and its refresh sent half-way whatever runs then, so that the other
+ * tests run meanwhile; its test comes last. The refresh leaves the first token about 5 s to live
+ * (less what the exchange took); the check comes 1 s after the absolute end and at least 4 s
+ * before a sliding one would come.
  */
+const ABSOLUTE_TTL = 12;
 const absolute = {} as { t: TestApp; creds: { client_id: string; client_secret: string }; start: number; timer: NodeJS.Timeout; rotated: Promise<Awaited<ReturnType<typeof tokenRequest>>> };
 beforeAll(async () => {
-  const t = await startTestApp({ env: { REFRESH_TOKEN_TTL: '60' } });
+  const t = await startTestApp({ env: { REFRESH_TOKEN_TTL: String(ABSOLUTE_TTL) } });
   const client = await registerClient(t);
   const user = await createUser(t);
   const creds = { client_id: client.client_id, client_secret: client.client_secret };
-  const start = Date.now();
   const first = await obtainTokens(t, client, user);
+  const start = Date.now(); // after the exchange: the token expires at most ABSOLUTE_TTL s from here
   let timer!: NodeJS.Timeout;
-  const rotated = new Promise((resolve) => { timer = setTimeout(resolve, 35_000 - (Date.now() - start)); })
+  const rotated = new Promise((resolve) => { timer = setTimeout(resolve, (ABSOLUTE_TTL / 2) * 1000 - (Date.now() - start)); })
     .then(() => tokenRequest(t, { grant_type: 'refresh_token', refresh_token: first.refresh_token, ...creds }));
   rotated.catch(() => {}); // awaited by its test; not an unhandled rejection meanwhile
   Object.assign(absolute, { t, creds, start, timer, rotated });
@@ -159,15 +162,15 @@ describe('a grant outlives the refresh tokens issued under it', () => {
   });
 });
 
-describe('the refresh-token lifetime is absolute (REFRESH_TOKEN_TTL=60)', () => {
-  test('a token rotated half-way still expires 60 s after the code exchange', async () => {
+describe(`the refresh-token lifetime is absolute (REFRESH_TOKEN_TTL=${ABSOLUTE_TTL})`, () => {
+  test(`a token rotated half-way still expires ${ABSOLUTE_TTL} s after the code exchange`, async () => {
     const { t, creds, start } = absolute;
     const rotated = await absolute.rotated;
     expect(rotated.status).toBe(200);
 
-    // A sliding lifetime would keep the rotated token until ~95 s; the absolute one ends at 60 s.
-    await sleep(62_000 - (Date.now() - start));
+    // A sliding lifetime would keep the rotated token until ~1.5 × ABSOLUTE_TTL; the absolute one ends at ABSOLUTE_TTL.
+    await sleep((ABSOLUTE_TTL + 1) * 1000 - (Date.now() - start));
     const expired = await tokenRequest(t, { grant_type: 'refresh_token', refresh_token: String(rotated.body.refresh_token), ...creds });
     expectErrorResponse(expired, 400, 'invalid_grant');
-  }, 120_000);
+  }, 60_000);
 });

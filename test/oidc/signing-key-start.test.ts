@@ -94,7 +94,7 @@ describe('a JWKS_FILE the provider could not use stops the first start, naming J
     ['a public key', [pub], /must hold \{"keys": \[\.\.\.\]\} with at least one private key/],
     ['damaged key material', [{ ...rsa(), n: 'AAAA' }], /keys\[0\] is not a usable private key/],
   ])('%s', async (name, keys, message) => {
-    const database = await createTestDatabase();
+    const database = await createTestDatabase({ migrated: true }); // the keys are checked after the migrations
     try {
       const dataDir = tempDataDir('oauth-key-start-bad');
       const error = await startError({ ...UNLIMITED, DATA_DIR: dataDir, DATABASE_URL: database.url, JWKS_FILE: jwksFile(`${name}.json`, keys) });

@@ -18,11 +18,14 @@ describe('POST /api/token.php', () => {
   let client: TestClient;
   let other: TestClient;
   let user: TestUser;
+  /** A code left to expire while the other tests run (it lives 2 s), and when it was issued. */
+  let expiring: { code: string; issuedAt: number };
   beforeAll(async () => {
     t = await startTestApp({ env: { AUTHORIZATION_CODE_TTL: '2' } });
     client = await registerClient(t);
     other = await registerClient(t);
     user = await createUser(t);
+    expiring = { code: await obtainCode(t.baseUrl, client, user), issuedAt: Date.now() };
   });
   afterAll(async () => { await t.close(); });
 
@@ -104,9 +107,8 @@ describe('POST /api/token.php', () => {
   });
 
   test('expired code: 400 invalid_code', async () => {
-    const code = await obtainCode(t.baseUrl, client, user);
-    await new Promise((resolve) => setTimeout(resolve, 2500));
-    expect(await tokenRequest(t, { code, ...creds() })).toMatchObject({ status: 400, body: { error: 'invalid_code' } });
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, expiring.issuedAt + 2500 - Date.now())));
+    expect(await tokenRequest(t, { code: expiring.code, ...creds() })).toMatchObject({ status: 400, body: { error: 'invalid_code' } });
   });
 
   test('a used code: 400 invalid_code, and the token it gave is revoked', async () => {

@@ -179,9 +179,11 @@ describe('oauth_tokens_issued_total counts a token response only once its writes
   });
 });
 
+// The listeners an app opens are the same in both modes (the stores are clients): on PostgreSQL,
+// which starts faster than PGlite.
 describe('without METRICS_PORT', () => {
   test('no metrics listener is opened, and nothing is counted', async () => {
-    const { t, opened } = await openedBy(() => startTestApp({ mode: 'embedded' }));
+    const { t, opened } = await openedBy(() => startTestApp());
     try {
       expect(t.config.metricsPort).toBeUndefined();
       expect(t.app.metricsPort).toBeUndefined();
@@ -193,7 +195,7 @@ describe('without METRICS_PORT', () => {
   });
 
   test('with it, one more listener', async () => {
-    const { t, opened } = await openedBy(() => startTestApp({ mode: 'embedded', env: { METRICS_PORT: '0' } }));
+    const { t, opened } = await openedBy(() => startTestApp({ env: { METRICS_PORT: '0' } }));
     try {
       expect(opened).toEqual([t.config.port, t.app.metricsPort!].sort());
     } finally {

@@ -28,6 +28,7 @@ import { expectSuccess, runCli } from '../helpers/cli.js';
 import { startDocumentServer } from '../helpers/document-server.js';
 import type { DocumentServer } from '../helpers/document-server.js';
 import { startInstance, stopInstance, TEST_KEYS_ENCRYPTION_KEY } from '../helpers/instance.js';
+import { copyMigratedPglite } from '../helpers/migrated-templates.js';
 import type { Instance } from '../helpers/instance.js';
 import { pkcePair, pkceParams } from '../helpers/pkce.js';
 import { createTestDatabase, deleteRedisKeys, dropDatabase, freePort, REDIS_URL, tempDataDir, testRedisPrefix } from '../helpers/services.js';
@@ -132,9 +133,11 @@ async function startWorld(mode: 'postgres' | 'embedded', tls: Certificates, docs
   const dataDir = tempDataDir('who-may');
   let database: TestDatabase | undefined;
   const prefix = testRedisPrefix();
+  // Migrated stores (test/helpers/migrated-templates.ts): the walk is about doors, not first starts.
   const store: Record<string, string> = mode === 'postgres'
-    ? { DATABASE_URL: (database = await createTestDatabase()).url, REDIS_URL, REDIS_KEY_PREFIX: prefix }
+    ? { DATABASE_URL: (database = await createTestDatabase({ migrated: true })).url, REDIS_URL, REDIS_KEY_PREFIX: prefix }
     : { DATA_DIR: dataDir };
+  if (mode === 'embedded') await copyMigratedPglite(dataDir);
   const metricsPort = await freePort();
   const mailbox = await startMailbox();
   const env = {
@@ -608,8 +611,10 @@ describeWithOpenssl('who may do what, walked against the running service', () =>
 
     test('registration (open): every door registers without a token', async () => {
       // A second service on its own data, with the lock off.
-      const store: Record<string, string> = mode === 'postgres' ? { DATABASE_URL: (await createTestDatabase()).url, REDIS_URL, REDIS_KEY_PREFIX: testRedisPrefix() } : {};
-      const open = await startInstance({ ...store, ...OPEN_ENV, KEYS_ENCRYPTION_KEY: TEST_KEYS_ENCRYPTION_KEY });
+      const store: Record<string, string> = mode === 'postgres' ? { DATABASE_URL: (await createTestDatabase({ migrated: true })).url, REDIS_URL, REDIS_KEY_PREFIX: testRedisPrefix() } : {};
+      const dataDir = tempDataDir('who-may-open');
+      if (mode === 'embedded') await copyMigratedPglite(dataDir);
+      const open = await startInstance({ ...store, ...OPEN_ENV, KEYS_ENCRYPTION_KEY: TEST_KEYS_ENCRYPTION_KEY }, { dataDir });
       try {
         const mismatches: string[] = [];
         for (const { table, kinds } of TABLES) {

@@ -46,7 +46,7 @@ describe('start-up waits for its stores (STORES_STARTUP_TIMEOUT_MS)', () => {
   const startFailure = (env: Record<string, string>, logger: Parameters<typeof startApp>[1]) => startApp(env, logger)
     .then((started) => { app = started; return undefined; }, (reason: unknown) => reason);
 
-  beforeAll(async () => { database = await createTestDatabase(); });
+  beforeAll(async () => { database = await createTestDatabase({ migrated: true }); });
   afterEach(async () => {
     await app?.close();
     app = undefined;

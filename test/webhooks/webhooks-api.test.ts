@@ -165,7 +165,7 @@ describe('bad input → 400 invalid_request', () => {
   });
 
   test('without private networks allowed, loopback is refused at registration', async () => {
-    const strict = await startTestApp({ mode: 'embedded' });
+    const strict = await startTestApp();
     try {
       const c = await registerClient(strict);
       for (const url of ['http://127.0.0.1/hook', 'http://localhost/hook', 'http://[::1]/hook', 'http://2130706433/hook', 'http://10.0.0.1/']) {
