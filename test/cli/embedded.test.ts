@@ -40,9 +40,12 @@ test('while the service holds DATA_DIR the CLI refuses plainly; stopped, the CLI
   expectSuccess(await cli(['user:create', '--username', 'bob', '--email', 'bob@example.com', '--full-name', 'Bob', '--password-stdin'], 'bob password 123\n'));
   const rotated = JSON.parse(expectSuccess(await cli(['clients:rotate-secret', client.client_id, '--grace', '0', '--json'])).stdout) as { client_secret: string };
   expectSuccess(await cli(['users:sign-out', carol.username]));
-  const trail = JSON.parse(expectSuccess(await cli(['audit:list', '--json', '--limit', '6'])).stdout) as { event: string; actor: string }[];
+  const trail = JSON.parse(expectSuccess(await cli(['audit:list', '--json', '--limit', '8'])).stdout) as { event: string; actor: string }[];
+  // Newest first. Bob's verification mail is queued (embedded: mails go to the log); Alice's sessions
+  // end with what they made (session.ended); Carol had only the applications page's sign-in.
   expect(trail.map((entry) => [entry.event, entry.actor])).toEqual([
-    ['user.signed_out', 'operator'], ['client.secret_rotated', 'operator'], ['user.created', 'operator'], ['user.signed_out', 'operator'], ['user.disabled', 'operator'], ['token.revoked', 'operator'],
+    ['user.signed_out', 'operator'], ['client.secret_rotated', 'operator'], ['user.email_verification_requested', 'operator'], ['user.created', 'operator'],
+    ['session.ended', 'operator'], ['user.signed_out', 'operator'], ['user.disabled', 'operator'], ['token.revoked', 'operator'],
   ]);
 
   t = await startTestApp({ mode: 'embedded', reuse: t.env });
