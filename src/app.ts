@@ -207,16 +207,20 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   // A backchannel_logout_uri is where our requests go, as a webhook URL is: the same guard.
   const backchannelDestination = (uri: string) => urlProblem(uri, outbound.webhooks);
   const clients = createClientStore(db.prisma, audit, { backchannelDestination });
-  const webhooks = createWebhookService({
-    prisma: db.prisma,
-    send,
+  // How the webhooks' worker delivers, and the back-channel logouts' with it: one guard, schedule and lease.
+  const delivery = {
     clock,
     policy: outbound.webhooks,
     retryBaseMs: config.webhookRetryBaseMs,
     attemptTimeoutMs: config.timeouts.webhookAttemptMs,
     leaseMs: config.webhookLeaseMs,
-    log: (error) => log(error),
+    log: (error: unknown) => log(error),
     onOutcome: metrics.webhookOutcome,
+  };
+  const webhooks = createWebhookService({
+    prisma: db.prisma,
+    send,
+    ...delivery,
     audit,
     secretRotationGraceMs: config.secretRotationGraceMs,
   });
@@ -225,13 +229,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   // Back-channel logout tokens: their own outbox, the webhooks' worker, schedule and guard.
   const logouts = createBackchannelLogouts({
     prisma: db.prisma,
-    clock,
-    policy: outbound.webhooks,
-    retryBaseMs: config.webhookRetryBaseMs,
-    attemptTimeoutMs: config.timeouts.webhookAttemptMs,
-    leaseMs: config.webhookLeaseMs,
-    log: (error) => log(error),
-    onOutcome: metrics.webhookOutcome,
+    ...delivery,
     logoutToken: logoutTokens({ issuer: config.baseUrl, key: () => signingKeys.signingKey() }),
   });
   // Where every login session ends (oidc/session-end.ts, docs/sessions-and-logout.md).
