@@ -8,6 +8,7 @@ import type http from 'node:http';
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { Context } from 'koa';
+import compose from 'koa-compose';
 import type Provider from 'oidc-provider';
 import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
@@ -61,15 +62,15 @@ import type { ProviderDependencies } from './oidc/provider.js';
 import { loadSigningKeys } from './oidc/key-rotation.js';
 import type { SigningKeys } from './oidc/key-rotation.js';
 import { redisAdapters } from './oidc/redis-adapter.js';
-import { DISCOVERY_PATHS, END_SESSION_CONFIRM_PATH, END_SESSION_SUCCESS_PATH, PROVIDER_PATHS, ROUTES, TOKEN_ISSUING_PATHS } from './oidc/routes.js';
+import { ROUTES } from './oidc/routes.js';
 import { authorizeGlue, introspectGlue, resumeGlue, userinfoGlue } from './oidc/spec-glue.js';
 import { discoveryGlue } from './oidc/discovery-glue.js';
 import { tokenEndpoint } from './oidc/token-endpoint.js';
 import { accessLog, publicOrigin, trackInFlight } from './http/access-log.js';
 import { parseBody } from './http/body.js';
-import { browserCors, handleErrors, publicCache, requireScheme, securityHeaders } from './http/responses.js';
-import { health, HEALTH_PATH, LIVE_PATH, READY_PATH } from './http/health.js';
-import { OPENAPI_PATH, openapiDocument } from './http/openapi-document.js';
+import { browserCors, handleErrors, requireScheme, securityHeaders } from './http/responses.js';
+import { health } from './http/health.js';
+import { openapiDocument } from './http/openapi-document.js';
 import { createLogger, errorLog } from './ops/logger.js';
 import { NO_METRICS } from './ops/metrics.js';
 import type { Metrics } from './ops/metrics.js';
@@ -77,24 +78,27 @@ import { startMetricsServer } from './ops/metrics-server.js';
 import type { MetricsServer } from './ops/metrics-server.js';
 import type { Logger as OpsLogger } from './ops/logger.js';
 import { exactPaths } from './http/exact-paths.js';
-import { rateLimit, tokenAdmission } from './http/rate-limit.js';
-import { STYLESHEET_PATH, staticAssets } from './http/static-assets.js';
-import { APPLICATIONS_PATH, applicationsRoutes } from './ui/applications.js';
+import { rateLimit, tokenBudgets } from './http/rate-limit.js';
+import { ROUTE_FAMILIES, ROUTE_TABLE } from './http/route-table.js';
+import type { FamilyName, HandlerName } from './http/route-table.js';
+import { limited, openCors, pathsWhere, routerOf, servedMethods, tokenRoutes } from './http/route-lists.js';
+import type { Handler } from './http/route-lists.js';
+import { staticAssets } from './http/static-assets.js';
+import { applicationsRoutes } from './ui/applications.js';
 import { consentView } from './ui/consent-view.js';
 import type { ClientOrigin } from './ui/consent-view.js';
 import { createErrorResponder } from './ui/error-page.js';
 import { interactionRoutes } from './ui/interactions.js';
-import { REGISTER_PATH, registerRoutes } from './ui/register.js';
+import { registerRoutes } from './ui/register.js';
 import { settingsRoutes } from './ui/settings.js';
-import { SETTINGS_PATH } from './ui/settings-session.js';
 import { createViews, VIEWS_DIR } from './ui/views.js';
 import { logoutPages } from './ui/logout-pages.js';
 import { createBackchannelLogouts } from './webhooks/backchannel-logouts.js';
 import { auditedChanges } from './webhooks/audited-changes.js';
 import { createWebhookService } from './webhooks/webhook-service.js';
 import type { WebhookService } from './webhooks/webhook-service.js';
-import { WEBHOOKS_PATH, webhooksApi } from './ui/webhooks-api.js';
-import { accountLinkRoutes, FORGOT_PATH, RESET_PATH, VERIFY_PATH } from './ui/account-links.js';
+import { webhooksApi } from './ui/webhooks-api.js';
+import { accountLinkRoutes } from './ui/account-links.js';
 import { createSelfService } from './ui/self-service.js';
 import { createMailWorker, deleteOldMail } from './mail/mail-outbox.js';
 import type { MailWorker } from './mail/mail-outbox.js';
@@ -127,12 +131,8 @@ export interface App {
   close(options?: { timeoutMs?: number }): Promise<boolean>;
 }
 
-/** How long discovery may be kept: it changes with a deployment's configuration only. */
-const METADATA_MAX_AGE_SECONDS = 3600;
 /** Mails a request may cause (docs/accounts.md "Limits"): reset requests by client address and by address typed, reset and verification mails by account, in an hour. */
 const ACCOUNT_MAIL_BUDGET = { byClient: 10, byEmail: 5, perAccount: 3, windowSeconds: 3600 } as const;
-/** How long the JWKS may be kept: well under keys:rotate's default --publish-ahead (1 h), so a client holds a new key before it signs. */
-const JWKS_MAX_AGE_SECONDS = 300;
 
 /** Receives the errors the app meets, with the request's context when a request failed. */
 export type Logger = (error: unknown, ctx?: Context) => void;
@@ -188,15 +188,12 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   const views = createViews();
   // Spec "Limits": counters in Redis (shared by every instance) or in this process; window 60 s.
   const limiter = countingRefusals(createLimiterFactory(redis && { redis, keyPrefix: `${config.redisKeyPrefix}rl:`, guard: guards.shortLived }), metrics.refused);
-  const limits = {
-    tokenPaths: new Set(TOKEN_ISSUING_PATHS),
-    // Address budgets are only ever consumed: a refused address is refused here until its window ends.
-    tokenByAddress: limiter('token-address', config.tokenRateLimitPerMinute, 60, { holdRefusals: true }),
-    otherByAddress: limiter('address', config.rateLimitPerMinute, 60, { holdRefusals: true }),
-  };
+  // Address budgets are only ever consumed: a refused address is refused here until its window ends.
+  const tokenByAddress = limiter('token-address', config.tokenRateLimitPerMinute, 60, { holdRefusals: true });
+  const otherByAddress = limiter('address', config.rateLimitPerMinute, 60, { holdRefusals: true });
   const tokenByClient = limiter('token-client', config.tokenRateLimitPerMinute, 60);
   const guard = countingOutcomes(createLoginGuard(limiter), metrics.loginAttempted);
-  const respondError = createErrorResponder(views, new Set([ROUTES.token, ROUTES.userinfo, ROUTES.revocation, ROUTES.introspection, WEBHOOKS_PATH]));
+  const respondError = createErrorResponder(views, new Set(pathsWhere(ROUTE_TABLE, (route) => route.errors === 'json')));
   const clock = () => new Date();
   // One client secret check for the provider, the settings page and the webhooks API (the previous secret in its grace too).
   const checkSecret = createSecretCheck({ logger, counted: metrics.previousSecretUsed });
@@ -324,103 +321,39 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   const body = parseBody(); // forms and JSON of our own pages and APIs, at most 16 kB
 
   const inFlight = trackInFlight();
-  // The fixed paths (docs/api.md) and the methods each answers; any other method there is
-  // 405, a plain OPTIONS 204 (http/exact-paths.ts).
-  const served: Record<string, readonly string[]> = {
-    [ROUTES.authorization]: ['GET'],
-    [ROUTES.token]: ['POST'],
-    [ROUTES.userinfo]: ['GET', 'POST'],
-    [ROUTES.jwks]: ['GET'],
-    [ROUTES.revocation]: ['POST'],
-    [ROUTES.introspection]: ['POST'],
-    [ROUTES.end_session]: ['GET', 'POST'],
-    [END_SESSION_CONFIRM_PATH]: ['POST'],
-    [END_SESSION_SUCCESS_PATH]: ['GET'],
-    ...Object.fromEntries(DISCOVERY_PATHS.map((path) => [path, ['GET']])),
-    [REGISTER_PATH]: ['GET', 'POST'],
-    [SETTINGS_PATH]: ['GET', 'POST'],
-    [WEBHOOKS_PATH]: ['GET', 'POST', 'DELETE'],
-    [APPLICATIONS_PATH]: ['GET', 'POST'],
-    [FORGOT_PATH]: ['GET', 'POST'],
-    [RESET_PATH]: ['GET', 'POST'],
-    [VERIFY_PATH]: ['GET'],
-    [OPENAPI_PATH]: ['GET'],
-  };
-  const servedPaths = Object.keys(served);
-
-  // The provider's endpoints that the spec reshapes, each with its glue in front of the provider
-  // (oidc/token-endpoint.ts, oidc/spec-glue.ts); the provider serves the others as they are.
   // mount(provider), with a provider rebuilt whenever the signing keys change (oidc/key-rotation.ts).
   const toProvider = signingKeys.serve(provider, (jwks) => createProvider({ ...providerOptions, jwks }), { audit, log: (error) => log(error) });
-  const oauth = new Router({ strict: true, sensitive: true })
-    .get(ROUTES.authorization, authorizeGlue(respondError, resourceScope), toProvider)
-    .all(new RegExp(`^${ROUTES.authorization.replace('.', '\\.')}/[^/]+$`), resumeGlue, toProvider)
-    .post(ROUTES.token, tokenEndpoint({ admit: tokenAdmission(tokenByClient), guard: guards.durable, provider: toProvider, credentialOf, resourceScope, log }))
-    .get(ROUTES.userinfo, userinfoGlue, toProvider)
-    .post(ROUTES.userinfo, userinfoGlue, toProvider)
-    .post(ROUTES.introspection, introspectGlue(usernameOf, introspectJwt), toProvider)
-    .get(ROUTES.end_session, logoutErrors, toProvider)
-    .post(ROUTES.end_session, logoutPostAsGet(body))
-    .get(END_SESSION_SUCCESS_PATH, logoutErrors, toProvider)
-    .post(END_SESSION_CONFIRM_PATH, endSessionGlue(sessions), toProvider)
-    .get([...DISCOVERY_PATHS], discoveryGlue(async () => (await guards.durable(() => resources.list())).flatMap((resource) => resource.scopes)), toProvider);
-
-  // Answered before the rate limits, and only at their exact paths (routed, so that other requests pass neither).
-  const unlimited = new Router({ strict: true, sensitive: true })
-    .get([HEALTH_PATH, LIVE_PATH, READY_PATH], health({
-      // Through the guards: ready exactly when requests would be let through to the stores.
-      checks: {
-        database: { ping: () => guards.durable(() => db.ping()), state: db.poolerState },
-        ...(redis ? { redis: { ping: () => guards.shortLived(() => redis!.ping()), state: redisState(redis, config.redisSentinel) } } : {}),
-      },
-      stopping: () => inFlight.draining,
-    }))
-    .get(STYLESHEET_PATH, staticAssets(VIEWS_DIR));
-
-  // X-Forwarded-Proto is read from proxies TRUST_PROXY trusts only; publicOrigin drops it from others and sets ctx.ip.
-  const koa = new Koa({ proxy: config.trustProxy.kind !== 'none', keys: keys.cookieKeys });
-  koa.silent = true; // errors are logged by handleErrors and the provider's server_error event
-  koa
-    // Every URL published comes from BASE_URL, whatever Host or X-Forwarded-Host say; the client's address by TRUST_PROXY.
-    .use(publicOrigin(config))
-    .use(inFlight.middleware) // a drained shutdown waits for every handler, hung-up clients' included
-    .use(accessLog({ logger, onResponse: metrics.registry ? metrics.observeRequest : undefined, knownPaths: new Set([...servedPaths, HEALTH_PATH, LIVE_PATH, READY_PATH, STYLESHEET_PATH]) }))
-    // Browser apps: RFC 7591 registration from any origin, and our errors readable where the provider answers CORS.
-    .use(browserCors({ open: [REGISTER_PATH], openMethods: ['POST'], provider: [ROUTES.token, ROUTES.userinfo, ROUTES.revocation, ROUTES.jwks, ...DISCOVERY_PATHS] }))
-    .use(handleErrors(respondError, log))
-    .use(securityHeaders({ hsts: config.secureCookies, tokenPaths: limits.tokenPaths }))
-    .use(unlimited.routes())
-    .use(requireScheme(config.baseUrl)) // answered at BASE_URL's scheme only (400 otherwise)
-    .use(rateLimit(limits)) // everything below is limited; nothing is parsed or looked up before it
-    // Each request's reads, remembered for it, and its one write statement, sent before the
-    // response leaves (store/request-state.ts).
-    .use(requestState(guards.durable, send, log))
-    // Discovery and JWKS may be kept by clients and caches (docs/security.md "Published URLs").
-    .use(publicCache({ ...Object.fromEntries(DISCOVERY_PATHS.map((path) => [path, METADATA_MAX_AGE_SECONDS])), [ROUTES.jwks]: JWKS_MAX_AGE_SECONDS }))
-    .use(oauth.routes()) // exact paths only: other spellings and other methods go on
-    .use(exactPaths(served))
-    .use(openapiDocument()) // the API's description, from openapi.json
-    .use(registerRoutes({
-      clients, views, body,
-      lock: registrationLock(config.standardClients.registrationInitialAccessToken),
-      dynamic: dynamicRegistration({
-        clients,
-        check: checkRegisteredMetadata(provider),
-        rules: { clientCredentials: config.standardClients.registrationClientCredentials, jwksUriDestination: (uri) => urlProblem(uri, outbound.keySets), backchannelDestination },
-      }),
-    }).routes())
-    .use(settingsRoutes({ findClient: clients.find, checkSecret, settings: clientSettings, webhooks, views, body, clock }).routes())
-    .use(webhooksApi({ findClient: clients.find, checkSecret, webhooks, body }).routes())
-    .use(interactionRoutes({
-      provider, users, findUser: hot.findUser, guard, audit, views, body,
-      // A refusal names no one (webhooks/events.ts): the client learns nothing of a user who says no.
-      onDenied: (d) => webhooks.raise('authorization.denied', { client_id: d.clientId, client_name: d.clientName }),
-      consent: consentView({
-        originOf: async (clientId) => (isMetadataDocumentClientId(clientId) ? 'metadata-document' : (await hot.findClient(clientId))?.registration as ClientOrigin | undefined),
-        findResource: resources.find,
-      }),
-    }).routes())
-    .use(applicationsRoutes({
+  const register = registerRoutes({
+    clients, views, body,
+    lock: registrationLock(config.standardClients.registrationInitialAccessToken),
+    dynamic: dynamicRegistration({
+      clients,
+      check: checkRegisteredMetadata(provider),
+      rules: { clientCredentials: config.standardClients.registrationClientCredentials, jwksUriDestination: (uri) => urlProblem(uri, outbound.keySets), backchannelDestination },
+    }),
+  });
+  const accountLinks = accountLinkRoutes({
+    self, users, mailMode: config.mail.mode, views, body,
+    resetsByClient: limiter('reset-client', ACCOUNT_MAIL_BUDGET.byClient, ACCOUNT_MAIL_BUDGET.windowSeconds),
+    resetsByEmail: limiter('reset-email', ACCOUNT_MAIL_BUDGET.byEmail, ACCOUNT_MAIL_BUDGET.windowSeconds),
+  });
+  // The handlers of the route table's rows (http/route-table.ts says which path and method goes
+  // to which): the provider's endpoints the spec reshapes have their glue in front of the
+  // provider (oidc/token-endpoint.ts, oidc/spec-glue.ts); the provider serves the others as they are.
+  const handlers: Record<HandlerName, Handler> = {
+    authorize: compose([authorizeGlue(respondError, resourceScope), toProvider]),
+    token: tokenEndpoint({ budgets: tokenBudgets({ byAddress: tokenByAddress, byClient: tokenByClient }), guard: guards.durable, provider: toProvider, credentialOf, resourceScope, log }),
+    userinfo: compose([userinfoGlue, toProvider]),
+    provider: toProvider,
+    introspect: compose([introspectGlue(usernameOf, introspectJwt), toProvider]),
+    logout: { GET: compose([logoutErrors, toProvider]), POST: logoutPostAsGet(body) },
+    logoutConfirm: compose([endSessionGlue(sessions), toProvider]),
+    logoutSuccess: compose([logoutErrors, toProvider]),
+    discovery: compose([discoveryGlue(async () => (await guards.durable(() => resources.list())).flatMap((resource) => resource.scopes)), toProvider]),
+    register,
+    settings: settingsRoutes({ findClient: clients.find, checkSecret, settings: clientSettings, webhooks, views, body, clock }),
+    webhooks: webhooksApi({ findClient: clients.find, checkSecret, webhooks, body }),
+    applications: applicationsRoutes({
       apps: createAuthorizedApps({ prisma: db.prisma, withEvents: revocationAnnouncer(changes) }),
       findUser: hot.findUser,
       signIn: { guard, users, audit },
@@ -430,14 +363,63 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
       self,
       mailMode: config.mail.mode,
       verificationsByAccount: limiter('verify-account', ACCOUNT_MAIL_BUDGET.perAccount, ACCOUNT_MAIL_BUDGET.windowSeconds),
-    }).routes())
-    .use(accountLinkRoutes({
-      self, users, mailMode: config.mail.mode, views, body,
-      resetsByClient: limiter('reset-client', ACCOUNT_MAIL_BUDGET.byClient, ACCOUNT_MAIL_BUDGET.windowSeconds),
-      resetsByEmail: limiter('reset-email', ACCOUNT_MAIL_BUDGET.byEmail, ACCOUNT_MAIL_BUDGET.windowSeconds),
-    }).routes())
-    // What is left goes to the provider, at the paths it serves for us only (oidc/routes.ts PROVIDER_PATHS).
-    .use((ctx, next) => (PROVIDER_PATHS.has(ctx.path) ? toProvider(ctx, next) : next()));
+    }),
+    ...accountLinks,
+    openapi: openapiDocument(), // the API's description, from openapi.json
+    health: health({
+      // Through the guards: ready exactly when requests would be let through to the stores.
+      checks: {
+        database: { ping: () => guards.durable(() => db.ping()), state: db.poolerState },
+        ...(redis ? { redis: { ping: () => guards.shortLived(() => redis!.ping()), state: redisState(redis, config.redisSentinel) } } : {}),
+      },
+      stopping: () => inFlight.draining,
+    }),
+    stylesheet: staticAssets(VIEWS_DIR),
+  };
+  // The families of paths under a prefix, each with its own router (http/route-table.ts ROUTE_FAMILIES).
+  const families = {
+    authorizeResume: new Router({ strict: true, sensitive: true }).all(new RegExp(`^${ROUTES.authorization.replace('.', '\\.')}/[^/]+$`), resumeGlue, toProvider).routes(),
+    interaction: interactionRoutes({
+      provider, users, findUser: hot.findUser, guard, audit, views, body,
+      // A refusal names no one (webhooks/events.ts): the client learns nothing of a user who says no.
+      onDenied: (d) => webhooks.raise('authorization.denied', { client_id: d.clientId, client_name: d.clientName }),
+      consent: consentView({
+        originOf: async (clientId) => (isMetadataDocumentClientId(clientId) ? 'metadata-document' : (await hot.findClient(clientId))?.registration as ClientOrigin | undefined),
+        findResource: resources.find,
+      }),
+    }).routes(),
+  } satisfies Record<FamilyName, unknown>;
+  // Answered before the rate limits, and only at their exact paths and methods (routed, so that other requests pass neither).
+  const unlimited = routerOf(ROUTE_TABLE.filter((route) => !limited(route)), handlers);
+  // Every other row, after the limits: its exact path and methods only; other spellings and
+  // other methods go on, to exactPaths' 404s and 405s.
+  const limitedRoutes = ROUTE_TABLE.filter(limited);
+  const routes = compose([routerOf(limitedRoutes, handlers).routes(), ...ROUTE_FAMILIES.map((family) => families[family.handler])]);
+  // What is left at a provider's path (its other methods, its CORS preflights) goes to it; it is handed no other path.
+  const providerPaths = new Set(pathsWhere(ROUTE_TABLE, (route) => route.provider === true));
+
+  // X-Forwarded-Proto is read from proxies TRUST_PROXY trusts only; publicOrigin drops it from others and sets ctx.ip.
+  const koa = new Koa({ proxy: config.trustProxy.kind !== 'none', keys: keys.cookieKeys });
+  koa.silent = true; // errors are logged by handleErrors and the provider's server_error event
+  koa
+    // Every URL published comes from BASE_URL, whatever Host or X-Forwarded-Host say; the client's address by TRUST_PROXY.
+    .use(publicOrigin(config))
+    .use(inFlight.middleware) // a drained shutdown waits for every handler, hung-up clients' included
+    .use(accessLog({ logger, onResponse: metrics.registry ? metrics.observeRequest : undefined, knownPaths: new Set(pathsWhere(ROUTE_TABLE, () => true)) }))
+    // Browser apps: RFC 7591 registration from any origin, and our errors readable where the provider answers CORS.
+    .use(browserCors({ open: openCors(ROUTE_TABLE), provider: pathsWhere(ROUTE_TABLE, (route) => route.cors === 'provider') }))
+    .use(handleErrors(respondError, log))
+    .use(securityHeaders({ hsts: config.secureCookies, tokenPaths: new Set(pathsWhere(ROUTE_TABLE, (route) => route.budget === 'token')) }))
+    .use(unlimited.routes())
+    .use(requireScheme(config.baseUrl)) // answered at BASE_URL's scheme only (400 otherwise)
+    .use(rateLimit({ tokenRoutes: tokenRoutes(ROUTE_TABLE), tokenByAddress, otherByAddress })) // everything below is limited; nothing is parsed or looked up before it
+    // Each request's reads, remembered for it, and its one write statement, sent before the
+    // response leaves (store/request-state.ts).
+    .use(requestState(guards.durable, send, log))
+    .use(routes) // the table's rows (each with its public cache age), then the families
+    // Another spelling of a known path is 404, a known path asked with another method 405, a plain OPTIONS 204.
+    .use(exactPaths(servedMethods(limitedRoutes)))
+    .use((ctx, next) => (providerPaths.has(ctx.path) ? toProvider(ctx, next) : next()));
   webhooks.start();
   logouts.start();
   mailWorker?.start();

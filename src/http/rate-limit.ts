@@ -10,12 +10,17 @@
  * here, with no database work, hashing or rendering behind it (and no body parsing, except the
  * token form whose client_id a token request's budgets need, spent in one Redis round trip).
  *
+ * Which budget a path spends is its row's in the route table (http/route-table.ts). A token
+ * path's own methods (the token endpoint's POST) spend theirs in the route, address and client
+ * together, once its form is read ({@link tokenBudgets}); this middleware counts every other
+ * request.
+ *
  * The address a request comes from counts by its key (http/client-address.ts `clientKey`): IPv4
  * as is, IPv6 by its /64.
  *
  * @see ../shared/spec/oauth-service-spec.md "Limits"
  * @see https://datatracker.ietf.org/doc/html/draft-ietf-httpapi-ratelimit-headers-06 (the header trio)
- * @example app.use(rateLimit({ tokenPaths, tokenByAddress, otherByAddress }));
+ * @example app.use(rateLimit({ tokenRoutes, tokenByAddress, otherByAddress }));
  */
 import type { Context, Middleware } from 'koa';
 import { retryAfterSeconds } from '../store/limiter.js';
@@ -23,18 +28,16 @@ import type { Limiter, Usage } from '../store/limiter.js';
 import { clientKey } from './client-address.js';
 
 export interface RateLimits {
-  /** Paths that issue tokens: the token budget instead of the general one. */
-  readonly tokenPaths: ReadonlySet<string>;
+  /** Token paths (the token budget instead of the general one) and the methods their route budgets itself. */
+  readonly tokenRoutes: ReadonlyMap<string, readonly string[]>;
   readonly tokenByAddress: Limiter;
   readonly otherByAddress: Limiter;
 }
 
-interface Budget extends Usage {
+/** A budget as spent, with its limit. */
+export interface Budget extends Usage {
   readonly limit: number;
 }
-
-/** The budget whose headers a response reports, kept for a second budget on the same request. */
-const REPORTED = Symbol('rate-limit budget');
 
 /** Fewer requests left is closer to exhaustion; at a tie, the later reset. */
 function closer(a: Budget, b: Budget | undefined): Budget {
@@ -43,11 +46,11 @@ function closer(a: Budget, b: Budget | undefined): Budget {
   return a.resetMs >= b.resetMs ? a : b;
 }
 
-/** Sets the headers of the budget closer to exhaustion; answers 429 and returns false when over. */
-function admit(ctx: Context, budget: Budget): boolean {
-  const state = ctx.state as { [REPORTED]?: Budget };
-  const reported = closer(budget, state[REPORTED]);
-  state[REPORTED] = reported;
+/**
+ * Sets the headers of `reported` (of the budgets a request spent, the one closer to exhaustion);
+ * answers 429 and returns false when `budget` is over.
+ */
+function admit(ctx: Context, budget: Budget, reported: Budget = budget): boolean {
   ctx.set({
     'RateLimit-Limit': String(reported.limit),
     'RateLimit-Remaining': String(reported.remaining),
@@ -70,76 +73,56 @@ async function take(limiter: Limiter, key: string): Promise<Budget> {
   return { consumed, remaining, resetMs, exceeded, limit: limiter.points }; // a 429 flood's path: no spread
 }
 
-/** A token request whose address budget waits for its client_id (see {@link tokenAdmission}). */
-const DEFERRED = Symbol('address budget deferred to the client_id');
-
-type Deferred = { [DEFERRED]?: Limiter };
-
 /**
  * Counts every request against its address's budget; answers 429 itself when it is spent.
- * A token request (a POST with a form body) is the exception: its address budget is spent with
- * its client_id's, in one Redis round trip, by {@link tokenAdmission} once the form is read
- * (before any lookup or secret check). One that fails before it gets there (a form over the
- * body limit, a body cut off) spends it then, with the headers, and gets the 429 when that
- * budget is spent.
+ * A token path's own methods are left to its route ({@link tokenBudgets}).
  */
 export function rateLimit(limits: RateLimits): Middleware {
   return async (ctx, next) => {
-    const address = clientKey(ctx);
-    // An address already refused until its window ends is refused below at once, without
-    // reading its form or asking the store (store/limiter.ts `holdRefusals`).
-    if (limits.tokenPaths.has(ctx.path) && ctx.method === 'POST' && !limits.tokenByAddress.refusedHere(address)
-      && ctx.is('application/x-www-form-urlencoded')) {
-      const state = ctx.state as Deferred;
-      state[DEFERRED] = limits.tokenByAddress;
-      try {
-        await next();
-      } catch (error) {
-        // Failed before its form named a client (a body over the limit, cut off): its address
-        // budget is spent here, and a spent one answers 429 as it would have before the form.
-        if (state[DEFERRED]) {
-          state[DEFERRED] = undefined;
-          if (!admit(ctx, await take(limits.tokenByAddress, address))) return;
-        }
-        throw error;
-      } finally {
-        if (state[DEFERRED]) {
-          state[DEFERRED] = undefined;
-          await limits.tokenByAddress.consume(address);
-        }
-      }
-      return;
-    }
-    const limiter = limits.tokenPaths.has(ctx.path) ? limits.tokenByAddress : limits.otherByAddress;
-    if (!admit(ctx, await take(limiter, address))) return;
+    const token = limits.tokenRoutes.get(ctx.path);
+    if (token?.includes(ctx.method)) return next();
+    if (!admit(ctx, await take(token ? limits.tokenByAddress : limits.otherByAddress, clientKey(ctx)))) return;
     await next();
   };
 }
 
 /**
- * The token request's budgets, for the code that reads its client_id (Basic or body): the
- * address budget {@link rateLimit} deferred and, when there is a client_id, its own. Spent at
- * together (the Redis client pipelines the commands of one event-loop turn, store/redis.ts); a
- * request refused at its address gets its client's point back.
- * True to go on, false when it has answered 429.
+ * A token request's budgets, spent by its route (oidc/token-endpoint.ts): the address's and, once
+ * the form names one, the client_id's, together (the Redis client pipelines the commands of one
+ * event-loop turn, store/redis.ts). Each answers 429 itself and returns false when a budget is
+ * spent.
  */
-export type ClientAdmission = (ctx: Context, clientId: string | undefined) => Promise<boolean>;
+export interface TokenBudgets {
+  /** Whether the address is refused until its window ends (no store round trip): then it is told before its form is read. */
+  refusedHere(ctx: Context): boolean;
+  /** The address's budget alone (a body that is no form, or cannot be read, or a refused address): what it spent, or false. */
+  address(ctx: Context): Promise<Budget | false>;
+  /**
+   * The address's budget (unless `spent` already) and the client's, when there is a client_id.
+   * A request refused at its address gets its client's point back.
+   */
+  withClient(ctx: Context, clientId: string | undefined, spent?: Budget): Promise<boolean>;
+}
 
-export function tokenAdmission(tokenByClient: Limiter): ClientAdmission {
-  return async (ctx, clientId) => {
-    const state = ctx.state as Deferred;
-    const byAddress = state[DEFERRED];
-    state[DEFERRED] = undefined;
-    const [address, client] = await Promise.all([
-      byAddress ? take(byAddress, clientKey(ctx)) : undefined,
-      clientId === undefined ? undefined : take(tokenByClient, clientId),
-    ]);
-    if (address && !admit(ctx, address)) {
-      // Refused at the address: that spends nothing of the client's budget (a second round trip,
-      // on refusals only).
-      if (clientId !== undefined) await tokenByClient.reward(clientId);
-      return false;
-    }
-    return !client || admit(ctx, client);
+export function tokenBudgets({ byAddress, byClient }: { byAddress: Limiter; byClient: Limiter }): TokenBudgets {
+  return {
+    refusedHere: (ctx) => byAddress.refusedHere(clientKey(ctx)) !== undefined,
+    async address(ctx) {
+      const budget = await take(byAddress, clientKey(ctx));
+      return admit(ctx, budget) && budget;
+    },
+    async withClient(ctx, clientId, spent) {
+      const [address, client] = await Promise.all([
+        spent ? undefined : take(byAddress, clientKey(ctx)),
+        clientId === undefined ? undefined : take(byClient, clientId),
+      ]);
+      if (address && !admit(ctx, address)) {
+        // Refused at the address: that spends nothing of the client's budget (a second round trip,
+        // on refusals only).
+        if (clientId !== undefined) await byClient.reward(clientId);
+        return false;
+      }
+      return !client || admit(ctx, client, closer(client, address ?? spent));
+    },
   };
 }

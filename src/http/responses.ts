@@ -22,7 +22,7 @@
  * - {@link requireScheme}: a request that did not come over BASE_URL's scheme (TLS, or a trusted
  *   proxy's first `X-Forwarded-Proto`) is refused, 400: an https service's Secure cookies cannot
  *   be set on it (it was a 500). After the health checks: a load balancer probes them over http.
- * - {@link publicCache}: how long discovery and the JWKS may be kept.
+ * - {@link publicCache}: how long a public document (discovery, the JWKS, …) may be kept.
  * - {@link handleErrors}: anything thrown below becomes the spec's `{error, error_description}`
  *   with its status, through one responder (JSON or page). Internals never reach a response: an
  *   unexpected error is logged and answered with a generic 500. A store that is down, hung or
@@ -30,7 +30,7 @@
  *   routes here, or the provider, which answers StoreUnavailableError itself).
  *
  * @see RFC 6749 §10.13 (clickjacking), RFC 9700 §4.2.4 (Referrer-Policy), https://fetch.spec.whatwg.org/#http-cors-protocol
- * @example koa.use(browserCors({ open, openMethods, provider })).use(handleErrors(respond, log)).use(securityHeaders({ hsts, tokenPaths }));
+ * @example koa.use(browserCors({ open, provider })).use(handleErrors(respond, log)).use(securityHeaders({ hsts, tokenPaths }));
  */
 import type { Context, Middleware } from 'koa';
 import { errors } from 'oidc-provider';
@@ -73,15 +73,15 @@ export function requireScheme(baseUrl: string): Middleware {
 }
 
 /**
- * `Cache-Control` on public documents (the provider sets none): how long a client or a cache in
- * front may keep each path's 200, by path. Safe to share between clients because nothing in
- * them depends on the request (http/access-log.ts `publicOrigin`); the provider's CORS adds `Vary: Origin`.
+ * `Cache-Control` on a public document (the provider sets none): how long a client or a cache in
+ * front may keep its 200, put on its route (http/route-table.ts `maxAgeSeconds`). Safe to share
+ * between clients because nothing in them depends on the request (http/access-log.ts
+ * `publicOrigin`); the provider's CORS adds `Vary: Origin`.
  */
-export function publicCache(maxAgeSeconds: Readonly<Record<string, number>>): Middleware {
+export function publicCache(maxAgeSeconds: number): Middleware {
   return async (ctx, next) => {
     await next();
-    const maxAge = maxAgeSeconds[ctx.path];
-    if (maxAge !== undefined && ctx.status === 200 && (ctx.method === 'GET' || ctx.method === 'HEAD')) ctx.set('Cache-Control', `public, max-age=${maxAge}`);
+    if (ctx.status === 200 && (ctx.method === 'GET' || ctx.method === 'HEAD')) ctx.set('Cache-Control', `public, max-age=${maxAgeSeconds}`);
   };
 }
 
@@ -153,10 +153,8 @@ export function handleErrors(respond: ErrorResponder, log: (error: unknown, ctx:
 const PREFLIGHT_MAX_AGE_SECONDS = 3600;
 
 export interface BrowserCorsOptions {
-  /** Paths open to any origin: their preflight is answered here, their answers readable. */
-  open: readonly string[];
-  /** Methods the open paths take from a browser. */
-  openMethods: readonly string[];
+  /** Paths open to any origin, and the methods a page may use there: their preflight is answered here, their answers readable. */
+  open: ReadonlyMap<string, readonly string[]>;
   /** Paths whose CORS the provider answers: only errors it never saw are made readable here. */
   provider: readonly string[];
 }
@@ -167,18 +165,17 @@ function allowOrigin(ctx: Context, origin: string) {
   ctx.set('Access-Control-Expose-Headers', 'WWW-Authenticate, Retry-After');
 }
 
-export function browserCors({ open, openMethods, provider }: BrowserCorsOptions): Middleware {
-  const opened = new Set(open);
+export function browserCors({ open, provider }: BrowserCorsOptions): Middleware {
   const providers = new Set(provider);
-  const methods = openMethods.join(', ');
   return async (ctx, next) => {
     const origin = ctx.get('Origin');
     if (!origin || origin === 'null') return next();
-    if (opened.has(ctx.path)) {
+    const openMethods = open.get(ctx.path);
+    if (openMethods) {
       const requested = ctx.get('Access-Control-Request-Method');
       if (ctx.method === 'OPTIONS' && requested) {
         allowOrigin(ctx, origin);
-        ctx.set('Access-Control-Allow-Methods', methods);
+        ctx.set('Access-Control-Allow-Methods', openMethods.join(', '));
         const headers = ctx.get('Access-Control-Request-Headers');
         if (headers) ctx.set('Access-Control-Allow-Headers', headers);
         ctx.set('Access-Control-Max-Age', String(PREFLIGHT_MAX_AGE_SECONDS));

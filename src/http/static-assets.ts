@@ -1,4 +1,7 @@
-/** Serves the stylesheet at /assets/site.css (the pages' CSP allows styles from 'self' only). */
+/**
+ * Serves the stylesheet at /assets/site.css (the pages' CSP allows styles from 'self' only); its
+ * route (http/route-table.ts) says how long it may be kept.
+ */
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Middleware } from 'koa';
@@ -7,10 +10,8 @@ export const STYLESHEET_PATH = '/assets/site.css';
 
 export function staticAssets(viewsDir: string): Middleware {
   const css = fs.readFileSync(path.join(viewsDir, 'site.css'));
-  return async (ctx, next) => {
-    if (ctx.path !== STYLESHEET_PATH || (ctx.method !== 'GET' && ctx.method !== 'HEAD')) return next();
+  return (ctx) => {
     ctx.type = 'text/css';
-    ctx.set('Cache-Control', 'public, max-age=3600');
     ctx.body = css;
   };
 }

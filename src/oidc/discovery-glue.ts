@@ -10,7 +10,7 @@
  * prompt=consent it makes a grant that outlives the login session (docs/sessions-and-logout.md).
  * Listing it would lead some clients (the MCP SDK) to ask for consent on every authorization.
  *
- * @example router.get(DISCOVERY_PATHS, discoveryGlue(async () => (await resources.list()).flatMap((r) => r.scopes)), toProvider);
+ * @example const discovery = compose([discoveryGlue(async () => (await resources.list()).flatMap((r) => r.scopes)), toProvider]);
  */
 import type { Middleware } from 'koa';
 

@@ -1,6 +1,8 @@
 /**
  * The spec's fixed paths, set through the provider's own `routes` option so that discovery
- * advertises them. The provider serves only what is listed here and its discovery documents.
+ * advertises them. The provider serves only what is listed here and its discovery documents:
+ * the route table (http/route-table.ts) hands it these paths and no other, so routes it keeps at
+ * their defaults whatever its features say (`/session/end/confirm`) are our 404.
  *
  * @see ../shared/spec/oauth-service-spec.md "Endpoints"
  */
@@ -36,25 +38,6 @@ export const REGISTRATION_PATH = '/api/register.php';
 export const DISCOVERY_PATHS: readonly string[] = [
   '/.well-known/oauth-authorization-server',
   '/.well-known/openid-configuration',
-];
-
-/**
- * The only paths handed to the provider at the end of the middleware chain (JWKS, revocation,
- * logout, discovery, the CORS preflights of the others). It also routes what the service does not
- * offer, whatever its features say (its defaults such as `/session/end/confirm`): a path not
- * listed here is our 404 and never reaches it. A feature the provider is to serve adds its paths
- * here.
- */
-export const PROVIDER_PATHS: ReadonlySet<string> = new Set([...Object.values(ROUTES), END_SESSION_CONFIRM_PATH, END_SESSION_SUCCESS_PATH, ...DISCOVERY_PATHS]);
-
-/**
- * Paths that issue tokens: TOKEN_RATE_LIMIT_PER_MINUTE applies to them instead of
- * RATE_LIMIT_PER_MINUTE. A new token-issuing path is one more line here.
- *
- * @see ../shared/spec/oauth-service-spec.md "Limits"
- */
-export const TOKEN_ISSUING_PATHS: readonly string[] = [
-  ROUTES.token,
 ];
 
 /** Login and consent pages live under the interaction cookie's path (`/interaction/<uid>`). */

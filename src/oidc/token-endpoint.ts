@@ -5,17 +5,17 @@
  * | step               | on the way in                                                  | on the way back                          |
  * |--------------------|----------------------------------------------------------------|------------------------------------------|
  * | `specErrors`       | —                                                              | a code's `invalid_grant` is the spec's `invalid_code`; a grant the client may not use is `unauthorized_client` |
- * | `readForm`         | the form, at most 56 kB; `grant_type` defaults to authorization_code | —                                  |
- * | `spendBudgets`     | the address's and the client's budgets (client_id, or an assertion's `sub`), one Redis round trip; 429 | — |
+ * | `spendBudgets`     | reads the form (at most 56 kB; `grant_type` defaults to authorization_code) and spends the address's and the client's budgets (client_id, or an assertion's `sub`) in one Redis round trip; 429 | — |
  * | `lookAhead`        | names the code or refresh token, read with the client in one statement | —                                |
  * | `requireFields`    | a missing code, refresh_token or client credential: `invalid_request` (a public client needs no secret; an assertion is a credential) | — |
  * | `machineScope`     | client_credentials for a resource without `scope` asks for every scope declared for it | —            |
  * | `settleWrites`     | —                                                              | the request's one write statement; a consume that lost its race is the provider's answer to a used code |
  * | the provider       | oidc-provider's token endpoint: client authentication, the grant, the tokens (deferred writes) | — |
  *
- * A body that is not a form goes straight to the provider, which refuses it.
+ * A body that is not a form spends the address budget alone and goes straight to the provider,
+ * which refuses it.
  *
- * @example router.post(ROUTES.token, tokenEndpoint({ admit, guard, provider: mount(provider) }));
+ * @example router.post(ROUTES.token, tokenEndpoint({ budgets, guard, provider: mount(provider), credentialOf, resourceScope, log }));
  */
 import querystring from 'node:querystring';
 import type { ParsedUrlQuery } from 'node:querystring';
@@ -30,7 +30,7 @@ import { ServiceError } from '../errors.js';
 import type { ErrorBody } from '../errors.js';
 import { noteClient } from '../http/access-log.js';
 import { bodyParseError } from '../http/responses.js';
-import type { ClientAdmission } from '../http/rate-limit.js';
+import type { TokenBudgets } from '../http/rate-limit.js';
 import { currentState, settle } from '../store/request-state.js';
 import type { StoreGuard } from '../store/store-failure.js';
 
@@ -74,9 +74,10 @@ function assertedClient(form: Form): string | undefined {
   }
 }
 
-/** The form, parsed as the provider parses it (the provider then reads it from here). */
-const readForm: Middleware = async (ctx, next) => {
-  if (!ctx.is('application/x-www-form-urlencoded')) return next();
+const FORM = 'application/x-www-form-urlencoded';
+
+/** The form, parsed as the provider parses it (the provider then reads it from `ctx.request.body`). */
+async function readForm(ctx: Context): Promise<Form> {
   let form: ParsedUrlQuery;
   try {
     // Node's querystring, as the provider parses (co-body's default, qs, would nest `a[b]` keys).
@@ -90,22 +91,35 @@ const readForm: Middleware = async (ctx, next) => {
   }
   form.grant_type ??= 'authorization_code';
   (ctx.request as { body?: unknown }).body = form;
-  return next();
-};
+  return form as Form;
+}
 
 /**
- * Spec "Limits": the token budget per client_id is spent, with the address's, before any lookup
- * or secret check. An id that cannot name a client has no budget to protect (the address budget
- * still applies); a named one is logged even when its authentication then fails.
+ * Spec "Limits": the token budgets, the address's and the client_id's, are spent together once
+ * the form is read, before any lookup or secret check. An address refused until its window ends
+ * is told so before its form is read; a body that is not a form, or one that fails before it
+ * names a client (over the body limit, cut off), spends the address budget alone, and a spent one
+ * answers 429 instead of the error. An id that cannot name a client has no budget to protect
+ * (the address budget still applies); a named one is logged even when its authentication then
+ * fails.
  */
-const spendBudgets = (admit: ClientAdmission): Middleware => async (ctx, next) => {
-  const form = formOf(ctx);
-  if (!form) return next();
+const spendBudgets = (budgets: TokenBudgets): Middleware => async (ctx, next) => {
+  if (!ctx.is(FORM)) return (await budgets.address(ctx)) ? next() : undefined;
+  const spent = budgets.refusedHere(ctx) ? await budgets.address(ctx) : undefined;
+  if (spent === false) return undefined;
+  let form: Form;
+  try {
+    form = await readForm(ctx);
+  } catch (error) {
+    if (spent || await budgets.address(ctx)) throw error;
+    return undefined;
+  }
   const clientId = basicCredentials(ctx.get('authorization'))?.clientId ?? form.client_id ?? assertedClient(form);
   // An id we issued, or a metadata document's URL (its client is budgeted as any other).
   const budgeted = typeof clientId === 'string' && canNameClient(clientId) ? clientId : undefined;
   if (budgeted) noteClient(ctx, budgeted);
-  if (await admit(ctx, budgeted)) return next();
+  if (await budgets.withClient(ctx, budgeted, spent)) return next();
+  return undefined;
 };
 
 /**
@@ -179,8 +193,8 @@ const settleWrites = (guard: StoreGuard, log: TokenEndpointDependencies['log']):
 };
 
 export interface TokenEndpointDependencies {
-  /** Spends a token request's budgets; false when it has answered 429 (http/rate-limit.ts). */
-  admit: ClientAdmission;
+  /** The token request's budgets, by address and by client (http/rate-limit.ts); each answers its own 429. */
+  budgets: TokenBudgets;
   /** The durable store's guard (a failure is a 503). */
   guard: StoreGuard;
   /** The provider, mounted. */
@@ -196,6 +210,6 @@ export interface TokenEndpointDependencies {
   log: (error: unknown, ctx: Context) => void;
 }
 
-export function tokenEndpoint({ admit, guard, provider, credentialOf, resourceScope, log }: TokenEndpointDependencies): Middleware {
-  return compose([specErrors, readForm, spendBudgets(admit), lookAhead, requireFields(credentialOf), machineScope(resourceScope), settleWrites(guard, log), provider]);
+export function tokenEndpoint({ budgets, guard, provider, credentialOf, resourceScope, log }: TokenEndpointDependencies): Middleware {
+  return compose([specErrors, spendBudgets(budgets), lookAhead, requireFields(credentialOf), machineScope(resourceScope), settleWrites(guard, log), provider]);
 }

@@ -14,8 +14,8 @@
  * by account. A refused link (forged, used, expired) gets one page, whatever the reason; the
  * audit trail keeps the reason. Without mail (`off`), both say plainly that mail is off.
  */
-import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
+import compose from 'koa-compose';
 import { UserInputError } from '../accounts/user-store.js';
 import type { UserStore } from '../accounts/user-store.js';
 import { ANONYMOUS, userActor } from '../audit/audit-log.js';
@@ -58,8 +58,8 @@ export function mailOff(ctx: Context, views: Views) {
 const BAD_LINK = 'This link does not work: it was used already, it expired, or it is not one we sent. Ask for a new one.';
 const EMAIL = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]+$/;
 
-export function accountLinkRoutes(deps: AccountLinkDependencies): Router {
-  const router = new Router({ strict: true, sensitive: true });
+/** The three pages' methods, by the names the route table gives them (http/route-table.ts). */
+export function accountLinkRoutes(deps: AccountLinkDependencies): { forgotPassword: { GET: Middleware; POST: Middleware }; resetPassword: { GET: Middleware; POST: Middleware }; verifyEmail: { GET: Middleware } } {
   const notice = (ctx: Context, noticeId: string, title: string, text: string, status: number, link?: { href: string; label: string }) =>
     deps.views.respond(ctx, 'notice', { title, noticeId, text, link }, status);
   const badLink = (ctx: Context, again: boolean) =>
@@ -68,9 +68,9 @@ export function accountLinkRoutes(deps: AccountLinkDependencies): Router {
     deps.views.respond(ctx, 'forgot-password', { title: 'Forgot your password?', csrf: csrfToken(ctx), path: FORGOT_PATH, email: '', ...locals }, status);
   const noStore: Middleware = async (ctx, next) => { ctx.set('Cache-Control', 'no-store'); await next(); };
 
-  router.get(FORGOT_PATH, noStore, (ctx) => (deps.mailMode === 'off' ? mailOff(ctx, deps.views) : forgotPage(ctx)));
+  const forgotGet = compose<Context>([noStore, (ctx) => (deps.mailMode === 'off' ? mailOff(ctx, deps.views) : forgotPage(ctx))]);
 
-  router.post(FORGOT_PATH, noStore, deps.body, async (ctx) => {
+  const forgotPost = compose<Context>([noStore, deps.body, async (ctx) => {
     checkCsrf(ctx);
     if (deps.mailMode === 'off') return mailOff(ctx, deps.views);
     const email = field(ctx, 'email').trim();
@@ -86,9 +86,9 @@ export function accountLinkRoutes(deps: AccountLinkDependencies): Router {
     if (!byEmail.exceeded) await deps.self.requestReset(email, requestContext(ctx, ANONYMOUS));
     notice(ctx, 'reset_requested', 'Check your mail',
       'If an account uses that address, a mail with a link to choose a new password is on its way. The link works once, for a short while.', 200);
-  });
+  }]);
 
-  router.get(RESET_PATH, noStore, async (ctx) => {
+  const resetGet = compose<Context>([noStore, async (ctx) => {
     if (deps.mailMode === 'off') return mailOff(ctx, deps.views);
     const token = typeof ctx.query.token === 'string' ? ctx.query.token : '';
     const check = await deps.self.checkReset(token);
@@ -97,9 +97,9 @@ export function accountLinkRoutes(deps: AccountLinkDependencies): Router {
       return badLink(ctx, true);
     }
     deps.views.respond(ctx, 'reset-password', { title: 'Choose a new password', csrf: csrfToken(ctx), path: RESET_PATH, token });
-  });
+  }]);
 
-  router.post(RESET_PATH, noStore, deps.body, async (ctx) => {
+  const resetPost = compose<Context>([noStore, deps.body, async (ctx) => {
     checkCsrf(ctx);
     if (deps.mailMode === 'off') return mailOff(ctx, deps.views);
     const token = field(ctx, 'token');
@@ -125,9 +125,9 @@ export function accountLinkRoutes(deps: AccountLinkDependencies): Router {
       return badLink(ctx, true);
     }
     notice(ctx, 'password_reset', 'Password changed', 'Your new password is set, and you are signed out everywhere. Sign in with the new password.', 200, { href: ACCOUNT_PAGE, label: 'Sign in' });
-  });
+  }]);
 
-  router.get(VERIFY_PATH, noStore, async (ctx) => {
+  const verifyGet = compose<Context>([noStore, async (ctx) => {
     if (deps.mailMode === 'off') return mailOff(ctx, deps.views);
     const token = typeof ctx.query.token === 'string' ? ctx.query.token : '';
     const used = await deps.self.verifyEmail(token, requestContext(ctx, ANONYMOUS));
@@ -136,7 +136,7 @@ export function accountLinkRoutes(deps: AccountLinkDependencies): Router {
       return badLink(ctx, false);
     }
     notice(ctx, 'email_verified', 'Address verified', 'Your e-mail address is verified. Applications you sign in to are told so (email_verified).', 200, { href: ACCOUNT_PAGE, label: 'Your account' });
-  });
+  }]);
 
-  return router;
+  return { forgotPassword: { GET: forgotGet, POST: forgotPost }, resetPassword: { GET: resetGet, POST: resetPost }, verifyEmail: { GET: verifyGet } };
 }

@@ -10,8 +10,8 @@
  * an application in this browser) or this page's own sign-in: a signed cookie naming the
  * account, bound to this path, ending after {@link PAGE_SESSION_SECONDS}.
  */
-import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
+import compose from 'koa-compose';
 import { ServiceError } from '../errors.js';
 import { noteClient } from '../http/access-log.js';
 import { isActive, sessionEnded } from '../accounts/provider-account.js';
@@ -60,8 +60,8 @@ const SCOPE_LABELS: Record<string, string> = {
   email: 'your e-mail address',
 };
 
-export function applicationsRoutes(deps: ApplicationsDependencies): Router {
-  const router = new Router();
+/** The page's GET and POST; its path and what else it answers: http/route-table.ts. */
+export function applicationsRoutes(deps: ApplicationsDependencies): { GET: Middleware; POST: Middleware } {
   const cookieName = 'applications_session';
   const cookieOptions = (ctx: Context) => ({
     signed: true, httpOnly: true, sameSite: 'strict', secure: ctx.secure, path: APPLICATIONS_PATH,
@@ -105,14 +105,14 @@ export function applicationsRoutes(deps: ApplicationsDependencies): Router {
     }, status);
   }
 
-  router.get(APPLICATIONS_PATH, async (ctx) => {
+  const get: Middleware = async (ctx) => {
     ctx.set('Cache-Control', 'no-store');
     const user = await signedInUser(ctx);
     if (!user) return signInPage(ctx, ctx.query.done === 'signed_out' ? { notice: NOTICES.signed_out! } : {});
     await accountPage(ctx, user);
-  });
+  };
 
-  router.post(APPLICATIONS_PATH, deps.body, async (ctx) => {
+  const post = compose<Context>([deps.body, async (ctx) => {
     ctx.set('Cache-Control', 'no-store');
     checkCsrf(ctx);
     const action = field(ctx, 'action');
@@ -180,9 +180,9 @@ export function applicationsRoutes(deps: ApplicationsDependencies): Router {
       throw new ServiceError('not_found', 'That application has no access to your account (it may have been revoked already).');
     }
     return seeOther(ctx, `${APPLICATIONS_PATH}?revoked=1`);
-  });
+  }]);
 
-  return router;
+  return { GET: get, POST: post };
 }
 
 function seeOther(ctx: Context, location: string) {

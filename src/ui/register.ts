@@ -8,8 +8,8 @@
  *
  * @see ../shared/spec/oauth-service-spec.md "Client registration"
  */
-import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
+import compose from 'koa-compose';
 import { ServiceError } from '../errors.js';
 import { noteClient } from '../http/access-log.js';
 import type { ClientStore } from '../clients/client-store.js';
@@ -35,8 +35,8 @@ export interface RegisterDependencies {
   lock: RegistrationLock;
 }
 
-export function registerRoutes({ clients, views, body, dynamic, lock }: RegisterDependencies): Router {
-  const router = new Router();
+/** The page's GET and POST; its path and what else it answers: http/route-table.ts. */
+export function registerRoutes({ clients, views, body, dynamic, lock }: RegisterDependencies): { GET: Middleware; POST: Middleware } {
 
   function form(ctx: Context, locals: { clientName?: string; redirectUri?: string; postLogoutRedirectUri?: string; backchannelLogoutUri?: string; error?: string } = {}, status = 200) {
     views.respond(ctx, 'register', {
@@ -44,9 +44,7 @@ export function registerRoutes({ clients, views, body, dynamic, lock }: Register
     }, status);
   }
 
-  router.get(REGISTER_PATH, (ctx) => form(ctx));
-
-  router.post(REGISTER_PATH, body, async (ctx) => {
+  const post: Middleware = async (ctx) => {
     ctx.set('Cache-Control', 'no-store');
     const json = Boolean(ctx.is('json'));
     if (!json && !ctx.is('urlencoded')) {
@@ -86,7 +84,7 @@ export function registerRoutes({ clients, views, body, dynamic, lock }: Register
       title: 'Application registered', clientId: result.client_id, clientSecret, clientName: result.client_name, redirectUri: result.redirect_uri,
       postLogoutRedirectUri: result.post_logout_redirect_uri, backchannelLogoutUri: result.backchannel_logout_uri,
     }, 201);
-  });
+  };
 
-  return router;
+  return { GET: (ctx) => form(ctx), POST: compose([body, post]) };
 }

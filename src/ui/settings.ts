@@ -6,8 +6,8 @@
  * CSRF-protected and posts to this path with `?action=…` (and `&id=ep_…` for one endpoint);
  * plain changes redirect back (303), and a new secret is shown on the response itself, once.
  */
-import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
+import compose from 'koa-compose';
 import { ServiceError } from '../errors.js';
 import { noteClient } from '../http/access-log.js';
 import type { Client } from '../generated/prisma/client.js';
@@ -58,9 +58,9 @@ const NOTICES: Record<string, string> = {
 type NewWebhook = { url: string; secret: string; previousUntil?: string | null };
 type Extra = { error?: string; notice?: string; newClientSecret?: string; newWebhook?: NewWebhook; form?: Record<string, unknown> };
 
-export function settingsRoutes(deps: SettingsDependencies): Router {
+/** The page's GET and POST; its path and what else it answers: http/route-table.ts. */
+export function settingsRoutes(deps: SettingsDependencies): { GET: Middleware; POST: Middleware } {
   const { views, webhooks, clock } = deps;
-  const router = new Router();
 
   function signInPage(ctx: Context, locals: { error?: string; clientId?: string; notice?: string } = {}, status = 200) {
     ctx.set('Cache-Control', 'no-store');
@@ -92,14 +92,14 @@ export function settingsRoutes(deps: SettingsDependencies): Router {
     return client;
   }
 
-  router.get(SETTINGS_PATH, async (ctx) => {
+  const get: Middleware = async (ctx) => {
     const client = await signedIn(ctx);
     if (!client) return signInPage(ctx);
     const done = typeof ctx.query.done === 'string' && Object.hasOwn(NOTICES, ctx.query.done) ? NOTICES[ctx.query.done] : undefined;
     return settingsPage(ctx, client, done ? { notice: done } : {});
-  });
+  };
 
-  router.post(SETTINGS_PATH, deps.body, async (ctx) => {
+  const post = compose<Context>([deps.body, async (ctx) => {
     if (!ctx.is('urlencoded')) throw new ServiceError('invalid_request', 'send the form as application/x-www-form-urlencoded');
     checkCsrf(ctx);
     const action = typeof ctx.query.action === 'string' ? ctx.query.action : '';
@@ -185,9 +185,9 @@ export function settingsRoutes(deps: SettingsDependencies): Router {
       const form = (ctx.request as { body?: Record<string, unknown> }).body ?? {};
       return settingsPage(ctx, client, { error: error.message, form: { ...form, events: eventsOrEmpty(ctx) } }, 400);
     }
-  });
+  }]);
 
-  return router;
+  return { GET: get, POST: post };
 }
 
 /** The checked `events` boxes: one value arrives as a string, several as a list. */

@@ -16,8 +16,8 @@
  *
  * Every POST is `Content-Type: application/json`, even without a body (anything else: 400 invalid_request).
  */
-import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
+import compose from 'koa-compose';
 import { ServiceError } from '../errors.js';
 import { noteClient } from '../http/access-log.js';
 import type { Client } from '../generated/prisma/client.js';
@@ -65,8 +65,8 @@ function query(ctx: Context, name: string): string | undefined {
   return value === undefined || value === '' ? undefined : value;
 }
 
-export function webhooksApi({ findClient, checkSecret, webhooks, body }: WebhooksApiDependencies): Router {
-  const router = new Router();
+/** The API's methods; its path and what else it answers: http/route-table.ts. */
+export function webhooksApi({ findClient, checkSecret, webhooks, body }: WebhooksApiDependencies): { GET: Middleware; POST: Middleware; DELETE: Middleware } {
   const notFound = () => new ServiceError('not_found', 'this client has no webhook endpoint with that id');
 
   async function authenticate(ctx: Context): Promise<Client> {
@@ -89,7 +89,7 @@ export function webhooksApi({ findClient, checkSecret, webhooks, body }: Webhook
     }
   }
 
-  router.get(WEBHOOKS_PATH, (ctx) => handle(ctx, async () => {
+  const get: Middleware = (ctx) => handle(ctx, async () => {
     const client = await authenticate(ctx);
     const id = query(ctx, 'id');
     const action = query(ctx, 'action');
@@ -110,7 +110,7 @@ export function webhooksApi({ findClient, checkSecret, webhooks, body }: Webhook
     const limit = Number(query(ctx, 'limit') ?? 50);
     if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw new ServiceError('invalid_request', 'limit must be a whole number from 1 to 100');
     ctx.body = { deliveries: (await webhooks.deliveries(client.clientId, endpoint.id, limit)).map(deliveryView) };
-  }));
+  });
 
   // Credentials before the body: a stranger learns nothing from how a body is parsed. Then every
   // POST must be JSON, body or not: a browser caches Basic credentials, and a cross-site page can
@@ -126,7 +126,7 @@ export function webhooksApi({ findClient, checkSecret, webhooks, body }: Webhook
     await next();
   };
 
-  router.post(WEBHOOKS_PATH, authenticated, body, (ctx) => handle(ctx, async () => {
+  const post = compose<Context>([authenticated, body, (ctx) => handle(ctx, async () => {
     const client = ctx.state.client as Client;
     const id = query(ctx, 'id');
     const action = query(ctx, 'action');
@@ -160,15 +160,15 @@ export function webhooksApi({ findClient, checkSecret, webhooks, body }: Webhook
       if (!endpoint) throw notFound(); // deleted in the meantime
       ctx.body = endpointView(endpoint);
     }
-  }));
+  })]);
 
-  router.delete(WEBHOOKS_PATH, (ctx) => handle(ctx, async () => {
+  const remove: Middleware = (ctx) => handle(ctx, async () => {
     const client = await authenticate(ctx);
     const id = query(ctx, 'id');
     if (!id) throw new ServiceError('invalid_request', "missing required parameter 'id'");
     if (!await webhooks.removeEndpoint(client.clientId, id, requestContext(ctx, clientActor(client.clientId)))) throw notFound();
     ctx.status = 204;
-  }));
+  });
 
-  return router;
+  return { GET: get, POST: post, DELETE: remove };
 }
