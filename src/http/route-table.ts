@@ -12,7 +12,7 @@
 import { HEALTH_PATH, LIVE_PATH, READY_PATH } from './health.js';
 import { OPENAPI_PATH } from './openapi-document.js';
 import { STYLESHEET_PATH } from './static-assets.js';
-import { DISCOVERY_PATHS, END_SESSION_CONFIRM_PATH, END_SESSION_SUCCESS_PATH, REGISTRATION_PATH, ROUTES } from '../oidc/routes.js';
+import { DISCOVERY_PATHS, END_SESSION_CONFIRM_PATH, END_SESSION_SUCCESS_PATH, INTERACTION_PATHS, REGISTRATION_PATH, ROUTES } from '../oidc/routes.js';
 import { FORGOT_PATH, RESET_PATH, VERIFY_PATH } from '../ui/account-links.js';
 import { APPLICATIONS_PATH } from '../ui/applications.js';
 import { SETTINGS_PATH } from '../ui/settings-session.js';
@@ -101,7 +101,7 @@ export const ROUTE_FAMILIES = [
   /** The provider resumes an authorization after login and consent (its own router, any method). */
   { under: `${ROUTES.authorization}/:uid`, handler: 'authorizeResume' },
   /** The login and consent pages (ui/interactions.ts): GET `/`, POST `/login`, `/confirm`, `/abort`. */
-  { under: '/interaction/:uid', handler: 'interaction' },
+  { under: INTERACTION_PATHS, handler: 'interaction' },
 ] as const;
 
 export type FamilyName = (typeof ROUTE_FAMILIES)[number]['handler'];

@@ -42,3 +42,5 @@ export const DISCOVERY_PATHS: readonly string[] = [
 
 /** Login and consent pages live under the interaction cookie's path (`/interaction/<uid>`). */
 export const interactionPath = (uid: string) => `/interaction/${uid}`;
+/** The same, as a router's pattern. */
+export const INTERACTION_PATHS = interactionPath(':uid');

@@ -18,6 +18,7 @@ import { ANONYMOUS, userActor } from '../audit/audit-log.js';
 import { requestContext } from '../http/audit-context.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import { currentState } from '../store/request-state.js';
+import { INTERACTION_PATHS } from '../oidc/routes.js';
 import type { ConsentRequest, ConsentView } from './consent-view.js';
 import { checkCsrf, csrfToken } from './csrf.js';
 import { field } from './form.js';
@@ -63,7 +64,7 @@ async function current<T>(work: () => Promise<T>): Promise<T> {
 }
 
 export function interactionRoutes({ provider, users, findUser, guard, audit, views, body, onDenied, consent }: InteractionDependencies): Router {
-  const router = new Router({ prefix: '/interaction/:uid' });
+  const router = new Router({ prefix: INTERACTION_PATHS });
 
   async function details(ctx: Context, expected?: 'login' | 'consent') {
     const interaction = await current(() => provider.interactionDetails(ctx.req, ctx.res));
