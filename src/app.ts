@@ -323,15 +323,6 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   const inFlight = trackInFlight();
   // mount(provider), with a provider rebuilt whenever the signing keys change (oidc/key-rotation.ts).
   const toProvider = signingKeys.serve(provider, (jwks) => createProvider({ ...providerOptions, jwks }), { audit, log: (error) => log(error) });
-  const register = registerRoutes({
-    clients, views, body,
-    lock: registrationLock(config.standardClients.registrationInitialAccessToken),
-    dynamic: dynamicRegistration({
-      clients,
-      check: checkRegisteredMetadata(provider),
-      rules: { clientCredentials: config.standardClients.registrationClientCredentials, jwksUriDestination: (uri) => urlProblem(uri, outbound.keySets), backchannelDestination },
-    }),
-  });
   const accountLinks = accountLinkRoutes({
     self, users, mailMode: config.mail.mode, views, body,
     resetsByClient: limiter('reset-client', ACCOUNT_MAIL_BUDGET.byClient, ACCOUNT_MAIL_BUDGET.windowSeconds),
@@ -350,7 +341,15 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     logoutConfirm: compose([endSessionGlue(sessions), toProvider]),
     logoutSuccess: compose([logoutErrors, toProvider]),
     discovery: compose([discoveryGlue(async () => (await guards.durable(() => resources.list())).flatMap((resource) => resource.scopes)), toProvider]),
-    register,
+    register: registerRoutes({
+      clients, views, body,
+      lock: registrationLock(config.standardClients.registrationInitialAccessToken),
+      dynamic: dynamicRegistration({
+        clients,
+        check: checkRegisteredMetadata(provider),
+        rules: { clientCredentials: config.standardClients.registrationClientCredentials, jwksUriDestination: (uri) => urlProblem(uri, outbound.keySets), backchannelDestination },
+      }),
+    }),
     settings: settingsRoutes({ findClient: clients.find, checkSecret, settings: clientSettings, webhooks, views, body, clock }),
     webhooks: webhooksApi({ findClient: clients.find, checkSecret, webhooks, body }),
     applications: applicationsRoutes({
