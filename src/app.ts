@@ -29,6 +29,7 @@ import { describedBy } from './clients/client-metadata.js';
 import { guardedFetch } from './outbound/guarded-fetch.js';
 import { outboundPolicies } from './outbound/policies.js';
 import { urlProblem } from './outbound/ssrf-guard.js';
+import { checkedResources } from './resources/resource-declaration.js';
 import { createResourceStore } from './resources/resource-store.js';
 import { openAnsweringDatabase } from './store/database.js';
 import type { Database } from './store/database.js';
@@ -144,6 +145,8 @@ export type Logger = (error: unknown, ctx?: Context) => void;
 export async function createApp(config: Config, logging: OpsLogger | Logger = createLogger({ level: config.logLevel })): Promise<App> {
   const logger = typeof logging === 'function' ? createLogger({ level: 'silent' }) : logging;
   const log: Logger = typeof logging === 'function' ? logging : errorLog(logging);
+  // RESOURCES held to what a resource server may be, before anything starts (a ConfigError naming it).
+  checkedResources(config.standardClients.resources);
   // PostgreSQL and Redis may come up after the service (compose, Kubernetes): each is waited for
   // within STORES_STARTUP_TIMEOUT_MS, with a line a retry (store/startup-wait.ts).
   const wait = startupWait(config.timeouts.storesStartupMs, (store, reason, leftMs) => {

@@ -30,6 +30,7 @@ import type { Database } from '../store/database.js';
 import { migrate } from '../store/migrate.js';
 import { errorChain, isStoreFailure } from '../store/store-failure.js';
 import { createResourceStore } from '../resources/resource-store.js';
+import { checkedResources } from '../resources/resource-declaration.js';
 import type { ResourceStore } from '../resources/resource-store.js';
 import { createWebhookService } from '../webhooks/webhook-service.js';
 import { enqueueLogouts } from '../webhooks/backchannel-logouts.js';
@@ -79,6 +80,8 @@ export async function withDatabase<T>(
   use: (db: Database) => Promise<T>,
   { migrated = true, config = loadConfig(io.env) }: { migrated?: boolean; config?: Config } = {},
 ): Promise<T> {
+  // RESOURCES held to what a resource server may be, as the service does at start (a ConfigError naming it).
+  checkedResources(config.standardClients.resources);
   const db = await openDatabase(config);
   try {
     try {

@@ -21,7 +21,8 @@ import type { Writer } from '../webhooks/outbox.js';
 import { ClientMetadataError, describedBy, logoutFields, logoutFieldsOf, registeredMetadata } from './client-metadata.js';
 import type { LogoutFields, MetadataRules } from './client-metadata.js';
 import { ClientInputError, validName, validRedirectUri } from './client-store.js';
-import { DEFAULT_GRACE_MS, formatGrace, graceEnd, inGrace } from '../config/durations.js';
+import { DEFAULT_GRACE_MS, formatGrace } from '../config/durations.js';
+import { graceEnd, inGrace } from './secret-grace.js';
 import { generateClientSecret, hashClientSecret } from './credentials.js';
 
 export interface ClientSettings {

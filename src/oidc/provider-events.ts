@@ -9,7 +9,8 @@
  * | `authorization.success` (each approval)        | —                              | `authorization.granted`        | —                        |
  *
  * Each approval also records, with its statement, which application the login session signed in
- * to (session-end.ts `SessionClient`: its `sid`, its grant), for when the session ends.
+ * to (session-end.ts `SessionClient`: its `sid`, its grant), for when the session ends; a silent
+ * approval whose record the request read already, unchanged and outliving the session, writes none.
  * | `grant.success`, authorization_code            | `token.issued`                 | `token.issued`                 | grant_type=authorization_code |
  * | `grant.success`, client_credentials            | `token.issued` (no user, no grant; its resource) | `token.issued` (the same) | grant_type=client_credentials |
  * | `grant.success`, refresh_token                 | `token.refreshed`              | `token.refreshed`              | grant_type=refresh_token |
@@ -37,7 +38,7 @@ import { useToRecord } from '../clients/client-usage.js';
 import { currentState, modelKey, Writes } from '../store/request-state.js';
 import type { ModelWrite } from '../store/request-state.js';
 import { SESSION_TTL_SECONDS } from './provider.js';
-import { sessionClientWrite } from './session-end.js';
+import { sessionClientWrites } from './session-end.js';
 import type { WriteSender } from '../store/write-sender.js';
 import type { EventType } from '../webhooks/events.js';
 import type { RaiseData, WebhookService } from '../webhooks/webhook-service.js';
@@ -85,10 +86,10 @@ export const PROVIDER_EVENTS: Readonly<Record<string, Rule>> = {
     const code = entity(ctx, 'AuthorizationCode');
     const { session } = ctx.oidc;
     const clientId = ctx.oidc.client!.clientId;
-    const signedIn = session?.accountId && session.sidFor(clientId) ? [sessionClientWrite({
+    const signedIn = session?.accountId && session.sidFor(clientId) ? sessionClientWrites({
       sessionUid: session.uid, accountId: session.accountId, clientId, sid: session.sidFor(clientId)!, grantId: session.grantIdFor(clientId),
       backchannelLogoutUri: (ctx.oidc.client as { backchannelLogoutUri?: string }).backchannelLogoutUri,
-    }, new Date(Date.now() + SESSION_TTL_SECONDS * 1000))] : [];
+    }, Date.now(), SESSION_TTL_SECONDS) : [];
     return {
       webhook: { type: 'authorization.granted', data: { ...client(ctx), account_id: code?.accountId ?? session?.accountId, scope: code?.scope } },
       models: signedIn,

@@ -12,9 +12,10 @@
  * | a back-channel logout message for each client with a backchannel_logout_uri | OpenID Connect Back-Channel Logout 1.0 §2.5  |
  * | one `session.ended` audit row per user                               |                                                      |
  *
- * A `SessionClient` record is written with each authorization the session makes (provider
- * events, {@link sessionClientWrite}), into `oidc_models` with the session's uid, and lives as
- * long as a session may. The login session itself (Redis or memory) is ended by the caller
+ * A `SessionClient` record is written with the authorization the session makes (provider
+ * events, {@link sessionClientWrites}), into `oidc_models` with the session's uid, and outlives
+ * the session from that authorization on; a later authorization writes it again only when it
+ * would change or no longer outlive the session. The login session itself (Redis or memory) is ended by the caller
  * (the provider's end-session step, the applications page), or refused from then on
  * (`sessions_ended_at`, for an operator, who has no Redis).
  *
@@ -24,6 +25,8 @@
 import { Prisma } from '../generated/prisma/client.js';
 import type { AuditContext } from '../audit/audit-log.js';
 import { logoutFieldsOf } from '../clients/client-metadata.js';
+import { SESSION_CLIENT, sessionClientId } from '../store/hot-reads.js';
+import { currentState, modelKey } from '../store/request-state.js';
 import type { ModelWrite } from '../store/request-state.js';
 import type { Audit, ChangeTransaction } from '../webhooks/audited-changes.js';
 import type { BackchannelLogouts, LogoutMessage } from '../webhooks/backchannel-logouts.js';
@@ -34,8 +37,6 @@ import { endGrants } from './authorized-apps.js';
 import type { ApplicationRevoked } from './authorized-apps.js';
 import { announceRevocations } from './grant-revocations.js';
 
-/** The provider-model type of the records of which applications a session signed in to. */
-export const SESSION_CLIENT = 'SessionClient';
 
 /** What one record says: in session `sessionUid`, `accountId` signed in to `clientId` (its `sid`, its grant). */
 export interface SessionClient {
@@ -61,17 +62,34 @@ export interface SessionsEnded {
   grantsEnded: number;
 }
 
-/** The `oidc_models` row recording `record`, to be written with the authorization (store/request-state.ts). */
-export function sessionClientWrite(record: SessionClient, expiresAt: Date): ModelWrite {
-  return {
+/**
+ * How much longer than the session a record is written to live: the authorizations that follow
+ * within this margin find it outliving the session already and write nothing, so a silent
+ * authorization repeated all day writes its session's record at most once that day.
+ */
+export const RECORD_MARGIN_SECONDS = 24 * 3600;
+
+const FIELDS = ['sessionUid', 'accountId', 'clientId', 'sid', 'grantId', 'backchannelLogoutUri'] as const;
+
+/**
+ * The `oidc_models` row recording `record`, to be written with the authorization
+ * (store/request-state.ts); none when the request's client read brought the record along
+ * (store/hot-reads.ts) saying the same and living at least `sessionTtlSeconds` from `now`, as
+ * long as the session this authorization extends (the provider's sessions slide).
+ */
+export function sessionClientWrites(record: SessionClient, now: number, sessionTtlSeconds: number): ModelWrite[] {
+  const id = sessionClientId(record.sessionUid, record.clientId);
+  const stored = currentState()?.models.get(modelKey(SESSION_CLIENT, id));
+  if (stored && (stored.expires_ms ?? Infinity) >= now + sessionTtlSeconds * 1000 && FIELDS.every((field) => stored.payload[field] === record[field])) return [];
+  return [{
     type: SESSION_CLIENT,
-    id: `${record.sessionUid}.${record.clientId}`,
+    id,
     payload: JSON.stringify(record),
     grantId: null, // not the grant's: revoking a grant must not forget which sessions used it
     uid: record.sessionUid,
     userCode: null,
-    expiresAt: expiresAt.toISOString(),
-  };
+    expiresAt: new Date(now + (sessionTtlSeconds + RECORD_MARGIN_SECONDS) * 1000).toISOString(),
+  }];
 }
 
 /** Takes (deletes) the records in `scope`, returning them. */

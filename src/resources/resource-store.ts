@@ -11,8 +11,8 @@
  */
 import type { AuditContext, AuditLog } from '../audit/audit-log.js';
 import type { PrismaClient, ResourceServer } from '../generated/prisma/client.js';
-import { matchKey, resourceDeclaration, ResourceInputError, resourceUriProblem } from '../config/resources.js';
-import type { ResourceDeclaration } from '../config/resources.js';
+import { matchKey, resourceDeclaration, ResourceInputError, resourceUriProblem } from './resource-declaration.js';
+import type { ResourceDeclaration } from './resource-declaration.js';
 import { memoised } from '../store/request-state.js';
 
 export interface Resource extends ResourceDeclaration {

@@ -111,8 +111,8 @@ export class RequestState {
   readonly clientHasWebhooks = new Map<string, boolean>();
   /** What Redis answered for a key (an instance's fields, the id an index names). */
   readonly redis = new Map<string, unknown>();
-  /** The login session the request carries (the client read also brings its user and grant). */
-  session: { accountId?: unknown; authorizations?: Record<string, { grantId?: unknown }> } | undefined;
+  /** The login session the request carries (the client read also brings its user, its grant and its record of the client). */
+  session: { uid?: unknown; accountId?: unknown; authorizations?: Record<string, { grantId?: unknown }> } | undefined;
   /** What a token request looks up once its client is known: read together with the client. */
   lookAhead: { readonly type: string; readonly id: string } | undefined;
   writes = new Writes();
