@@ -92,16 +92,21 @@ export function sessionClientWrites(record: SessionClient, now: number, sessionT
   }];
 }
 
-/** Takes (deletes) the records in `scope`, returning them. */
+/**
+ * Takes (deletes) the records in `scope`, returning those whose session may still be alive: a
+ * record outlives the last expiry its session was given by {@link RECORD_MARGIN_SECONDS}; a
+ * session past that expiry has ended on its own, and its applications are told nothing more.
+ */
 async function takeRecords(tx: Writer, scope: SessionScope): Promise<SessionClient[]> {
   const where = 'accountId' in scope
     ? Prisma.sql`payload->>'accountId' = ${scope.accountId}`
     : scope.clientIds
       ? Prisma.sql`uid = ${scope.sessionUid} AND payload->>'clientId' = ANY (${[...scope.clientIds]}::text[])`
       : Prisma.sql`uid = ${scope.sessionUid}`;
-  const rows = await tx.$queryRaw<{ payload: SessionClient }[]>`
-    DELETE FROM oidc_models WHERE type = ${SESSION_CLIENT} AND ${where} RETURNING payload`;
-  return rows.map((row) => row.payload);
+  const rows = await tx.$queryRaw<{ payload: SessionClient; alive: boolean }[]>`
+    DELETE FROM oidc_models WHERE type = ${SESSION_CLIENT} AND ${where}
+    RETURNING payload, (expires_at IS NULL OR expires_at > now() + make_interval(secs => ${RECORD_MARGIN_SECONDS})) AS alive`;
+  return rows.filter((row) => row.alive).map((row) => row.payload);
 }
 
 /** The back-channel logout messages: a client's URI as registered now (its row), else as it was at sign-in (a metadata document's client). */
