@@ -17,8 +17,8 @@ import { randomBytes } from 'node:crypto';
 import { issueToken } from '../accounts/account-tokens.js';
 import type { LinkPurpose } from '../accounts/account-tokens.js';
 import type { User } from '../accounts/user-store.js';
-import type { AuditLog } from '../audit/audit-log.js';
 import { SYSTEM } from '../audit/audit-log.js';
+import type { Records } from '../audit/records.js';
 import type { MailConfig } from '../config.js';
 import type { Prisma, PrismaClient } from '../generated/prisma/client.js';
 import type { Limiter } from '../store/limiter.js';
@@ -54,7 +54,8 @@ export interface MailWorkerDependencies {
   mail: MailConfig;
   baseUrl: string;
   clock: () => Date;
-  audit: AuditLog;
+  /** Where a mail's sending or refusal is audited. */
+  records: Pick<Records, 'alone'>;
   /** Reset mails an account may get (keyed by user id): over it, a request mails nothing. */
   resetsByAccount: Limiter;
   log: (error: unknown) => void;
@@ -113,7 +114,7 @@ export function createMailWorker(deps: MailWorkerDependencies): MailWorker {
       // The per-account budget counts requests, not attempts: a retry is the same request.
       const allowed = row.attempts > 0 ? users : (await Promise.all(users.map(async (user) => ((await deps.resetsByAccount.consume(user.id)).exceeded ? undefined : user)))).filter((user) => user !== undefined);
       for (const user of users.filter((u) => !allowed.includes(u))) {
-        await deps.audit.record('user.link_limited', { user: user.id, detail: { username: user.username, purpose: 'password_reset' } }, { actor: SYSTEM });
+        await deps.records.alone((record) => record.audit('user.link_limited', { user: user.id, detail: { username: user.username, purpose: 'password_reset' } }, { actor: SYSTEM }));
       }
       if (allowed.length === 0) return { status: 'limited' } as const;
       const accounts = await Promise.all(allowed.map(async (user) => ({ user, username: user.username, token: await issueToken(prisma, user, 'password_reset', passwordResetTtlMs, now) })));
@@ -142,7 +143,7 @@ export function createMailWorker(deps: MailWorkerDependencies): MailWorker {
       await deps.transport.send(composed.mail);
       await finish(owner, row.id, { status: 'sent', sentAt: clock(), attempts: { increment: 1 }, nextAttemptAt: null, lastError: null });
       for (const user of composed.users) {
-        await deps.audit.record('user.link_mailed', { user: user.id, detail: { username: user.username, purpose: composed.purpose } }, { actor: SYSTEM });
+        await deps.records.alone((record) => record.audit('user.link_mailed', { user: user.id, detail: { username: user.username, purpose: composed.purpose } }, { actor: SYSTEM }));
       }
     } catch (error) {
       const delay = error instanceof PermanentMailError ? undefined : retryDelayMs(row.attempts + 1, deps.mail.retryBaseMs);

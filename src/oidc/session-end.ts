@@ -28,11 +28,10 @@ import { logoutFieldsOf } from '../clients/client-metadata.js';
 import { SESSION_CLIENT, sessionClientId } from '../store/hot-reads.js';
 import { currentState, modelKey } from '../store/request-state.js';
 import type { ModelWrite } from '../store/request-state.js';
-import type { Audit, ChangeTransaction } from '../webhooks/audited-changes.js';
+import type { ChangeTransaction, Recorder } from '../audit/records.js';
 import type { BackchannelLogouts, LogoutMessage } from '../webhooks/backchannel-logouts.js';
 import type { RevocationReason } from '../webhooks/events.js';
 import type { Writer } from '../webhooks/outbox.js';
-import type { Raise } from '../webhooks/webhook-service.js';
 import { endGrants } from './authorized-apps.js';
 import type { ApplicationRevoked } from './authorized-apps.js';
 import { announceRevocations } from './grant-revocations.js';
@@ -122,8 +121,8 @@ async function messagesFor(tx: Writer, records: SessionClient[]): Promise<Logout
 }
 
 export interface SessionEnd {
-  /** Ends the sessions in `scope` within the caller's change (`tx`, `raise`, `audit` of auditedChanges); call {@link SessionEnd.wake} after it committed. */
-  within(tx: Writer, raise: Raise, audit: Audit, scope: SessionScope, reason: EndReason, context: AuditContext): Promise<SessionsEnded>;
+  /** Ends the sessions in `scope` within the caller's change (its `tx` and `record`: audit/records.ts); call {@link SessionEnd.wake} after it committed. */
+  within(tx: Writer, record: Recorder, scope: SessionScope, reason: EndReason, context: AuditContext): Promise<SessionsEnded>;
   /** Ends the sessions in `scope` in a transaction of its own, then wakes the delivery. */
   end(scope: SessionScope, reason: EndReason, context: AuditContext): Promise<SessionsEnded>;
   /** Sends what was just committed (the worker also polls: this only saves the wait). */
@@ -131,25 +130,25 @@ export interface SessionEnd {
 }
 
 export function createSessionEnd({ changes, logouts }: { changes: ChangeTransaction; logouts: Pick<BackchannelLogouts, 'enqueue' | 'wake'> }): SessionEnd {
-  const within: SessionEnd['within'] = async (tx, raise, audit, scope, reason, context) => {
+  const within: SessionEnd['within'] = async (tx, record, scope, reason, context) => {
     const records = await takeRecords(tx, scope);
     const grantIds = [...new Set(records.map((r) => r.grantId).filter((id): id is string => typeof id === 'string'))];
     const ended = grantIds.length ? await endGrants(tx as Prisma.TransactionClient, { grantIds }) : [];
-    await announceRevocations(raise, audit, ended, 'session_ended', context);
+    await announceRevocations(record, ended, 'session_ended', context);
     const messages = await messagesFor(tx, records);
     await logouts.enqueue(tx, messages, new Date());
     const told = [...new Set(messages.map((m) => m.clientId))];
     const grantsEnded = ended.reduce((sum, e) => sum + e.grantIds.length, 0);
     for (const accountId of new Set(records.map((r) => r.accountId))) {
       const mine = records.filter((r) => r.accountId === accountId);
-      await audit('session.ended', { user: accountId, detail: { reason, clients: [...new Set(mine.map((r) => r.clientId))], backchannel_logout: told.filter((id) => mine.some((r) => r.clientId === id)) } }, context);
+      await record.audit('session.ended', { user: accountId, detail: { reason, clients: [...new Set(mine.map((r) => r.clientId))], backchannel_logout: told.filter((id) => mine.some((r) => r.clientId === id)) } }, context);
     }
     return { told, grantsEnded };
   };
   return {
     within,
     async end(scope, reason, context) {
-      const result = await changes((tx, raise, audit) => within(tx, raise, audit, scope, reason, context));
+      const result = await changes((tx, record) => within(tx, record, scope, reason, context));
       logouts.wake();
       return result;
     },
@@ -178,13 +177,13 @@ export interface UserSessionsEnd {
  * The caller wakes the delivery (`sessions.wake()`) once its change committed.
  */
 export async function endUserSessions(
-  sessions: Pick<SessionEnd, 'within'>, tx: Writer, raise: Raise, audit: Audit, user: { id: string; username: string }, end: UserSessionsEnd, context: AuditContext,
+  sessions: Pick<SessionEnd, 'within'>, tx: Writer, record: Recorder, user: { id: string; username: string }, end: UserSessionsEnd, context: AuditContext,
 ): Promise<{ ended: boolean; revoked: ApplicationRevoked[] }> {
   const { count } = await tx.user.updateMany({ where: { id: user.id }, data: { sessionsEndedAt: end.at ?? new Date() } });
   if (count === 0) return { ended: false, revoked: [] };
   const revoked = end.revokeOnline ? await endGrants(tx as Prisma.TransactionClient, { accountId: user.id, keepOffline: true }) : [];
-  if (end.revokeOnline) await announceRevocations(raise, audit, revoked, end.revokeOnline, context);
-  await audit('user.signed_out', { user: user.id, detail: { username: user.username, reason: end.reason, ...(end.revokeOnline ? { grants_revoked: revoked.reduce((n, r) => n + r.grantIds.length, 0) } : {}) } }, context);
-  await sessions.within(tx, raise, audit, { accountId: user.id }, end.reason, context);
+  if (end.revokeOnline) await announceRevocations(record, revoked, end.revokeOnline, context);
+  await record.audit('user.signed_out', { user: user.id, detail: { username: user.username, reason: end.reason, ...(end.revokeOnline ? { grants_revoked: revoked.reduce((n, r) => n + r.grantIds.length, 0) } : {}) } }, context);
+  await sessions.within(tx, record, { accountId: user.id }, end.reason, context);
   return { ended: true, revoked };
 }
