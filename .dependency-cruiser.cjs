@@ -14,7 +14,7 @@
 const TIERS = [
   { name: 'base', what: 'reading the configuration, the wire errors, the generated code, logs and metrics', parts: ['config.ts', 'config', 'errors.ts', 'generated', 'ops'] },
   { name: 'stores', what: 'PostgreSQL, Redis, PGlite and what lives in them as such: the request state, limiters, the signing keys', parts: ['store', 'keys'] },
-  { name: 'domain', what: 'users, clients, resources, webhooks and mail, the audit trail, the service\'s own outbound requests', parts: ['accounts', 'outbound', 'audit', 'resources', 'webhooks', 'mail', 'clients'] },
+  { name: 'domain', what: 'users, clients, resources, webhooks and mail and the worker their outboxes share, the audit trail, the service\'s own outbound requests', parts: ['accounts', 'outbound', 'audit', 'resources', 'outbox', 'webhooks', 'mail', 'clients'] },
   { name: 'surfaces', what: 'what answers a request or a command: HTTP middleware, the provider, pages, administration, the CLI', parts: ['http', 'oidc', 'ui', 'admin', 'cli', 'cli.ts'] },
   { name: 'root', what: 'the composition root and the process', parts: ['app.ts', 'main.ts', 'launch.cts'] },
 ];

@@ -15,4 +15,7 @@ export default {
   // The longest files first, in a fresh clone too (test/sequencer.mjs).
   testSequencer: '<rootDir>/test/sequencer.mjs',
   testTimeout: 30000,
+  // The run's name for its databases, and their last drops (test/run-databases.mjs).
+  globalSetup: '<rootDir>/test/global-setup.mjs',
+  globalTeardown: '<rootDir>/test/global-teardown.mjs',
 };

@@ -17,6 +17,8 @@ import { countingOutcomes, createLoginGuard } from './accounts/login-guard.js';
 import { createUserStore } from './accounts/user-store.js';
 import type { UserStore } from './accounts/user-store.js';
 import { createAuditLog } from './audit/audit-log.js';
+import { createRecords } from './audit/records.js';
+import type { Records } from './audit/records.js';
 import { createClientStore } from './clients/client-store.js';
 import type { ClientStore } from './clients/client-store.js';
 import { createClientSettings } from './clients/client-settings.js';
@@ -30,6 +32,7 @@ import { describedBy } from './clients/client-metadata.js';
 import { guardedFetch } from './outbound/guarded-fetch.js';
 import { outboundPolicies } from './outbound/policies.js';
 import { urlProblem } from './outbound/ssrf-guard.js';
+import { checkedResources } from './resources/resource-declaration.js';
 import { createResourceStore } from './resources/resource-store.js';
 import { openAnsweringDatabase } from './store/database.js';
 import type { Database } from './store/database.js';
@@ -94,7 +97,6 @@ import { settingsRoutes } from './ui/settings.js';
 import { createViews, VIEWS_DIR } from './ui/views.js';
 import { logoutPages } from './ui/logout-pages.js';
 import { createBackchannelLogouts } from './webhooks/backchannel-logouts.js';
-import { auditedChanges } from './webhooks/audited-changes.js';
 import { createWebhookService } from './webhooks/webhook-service.js';
 import type { WebhookService } from './webhooks/webhook-service.js';
 import { webhooksApi } from './ui/webhooks-api.js';
@@ -112,6 +114,8 @@ export interface App {
   readonly users: UserStore;
   readonly clients: ClientStore;
   readonly webhooks: WebhookService;
+  /** Where the app records what happened: audit rows, webhook events, counts (audit/records.ts). */
+  readonly records: Records;
   /** Where the app writes its access and error lines. */
   readonly logger: OpsLogger;
   /** This app's metrics (its own registry), counted and served with METRICS_PORT only. */
@@ -144,6 +148,8 @@ export type Logger = (error: unknown, ctx?: Context) => void;
 export async function createApp(config: Config, logging: OpsLogger | Logger = createLogger({ level: config.logLevel })): Promise<App> {
   const logger = typeof logging === 'function' ? createLogger({ level: 'silent' }) : logging;
   const log: Logger = typeof logging === 'function' ? logging : errorLog(logging);
+  // RESOURCES held to what a resource server may be, before anything starts (a ConfigError naming it).
+  checkedResources(config.standardClients.resources);
   // PostgreSQL and Redis may come up after the service (compose, Kubernetes): each is waited for
   // within STORES_STARTUP_TIMEOUT_MS, with a line a retry (store/startup-wait.ts).
   const wait = startupWait(config.timeouts.storesStartupMs, (store, reason, leftMs) => {
@@ -183,7 +189,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   const send = createWriteSender(db.sql, { byTurn });
   const hot = createHotReads(db.sql, { byTurn });
   // The audit trail: rows in audit_events and `audit` lines, written where each change is made.
-  const audit = createAuditLog({ prisma: db.prisma, send, logger });
+  const audit = createAuditLog({ logger });
   const users = createUserStore(db.prisma);
   const views = createViews();
   // Spec "Limits": counters in Redis (shared by every instance) or in this process; window 60 s.
@@ -203,7 +209,6 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   const outbound = outboundPolicies(config, { onRefused: (refusal) => logger.warn(refusal, 'outbound destination refused') });
   // A backchannel_logout_uri is where our requests go, as a webhook URL is: the same guard.
   const backchannelDestination = (uri: string) => urlProblem(uri, outbound.webhooks);
-  const clients = createClientStore(db.prisma, audit, { backchannelDestination });
   // How the webhooks' worker delivers, and the back-channel logouts' with it: one guard, schedule and lease.
   const delivery = {
     clock,
@@ -216,13 +221,14 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   };
   const webhooks = createWebhookService({
     prisma: db.prisma,
-    send,
     ...delivery,
     audit,
     secretRotationGraceMs: config.secretRotationGraceMs,
   });
-  // A change, its webhook events and its audit rows: one transaction.
-  const changes = auditedChanges(webhooks, audit);
+  // What happened, with the change it describes: in the request's writes, or a change's transaction.
+  const records = createRecords({ transaction: (run, options) => db.prisma.$transaction(run, options), audit, webhooks, metrics, send });
+  const changes = records.change;
+  const clients = createClientStore(db.prisma, changes, { backchannelDestination });
   // Back-channel logout tokens: their own outbox, the webhooks' worker, schedule and guard.
   const logouts = createBackchannelLogouts({
     prisma: db.prisma,
@@ -233,7 +239,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   const sessions = createSessionEnd({ changes, logouts });
   const clientSettings = createClientSettings(changes, { graceMs: config.secretRotationGraceMs, clock, rules: { backchannelDestination } });
   // Declared resource servers (RFC 8707): RESOURCES and resources:add (docs/mcp.md).
-  const resources = createResourceStore({ prisma: db.prisma, configured: config.standardClients.resources, audit });
+  const resources = createResourceStore({ prisma: db.prisma, configured: config.standardClients.resources, changes });
   const documents = config.standardClients.metadataDocuments;
   // Clients' key sets (jwks_uri) for private_key_jwt, kept in memory (clients/key-sets.ts, oidc/client-keys.ts).
   const keySets = createKeySets({
@@ -276,13 +282,13 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   const provider = createProvider(providerOptions);
   provider.on('server_error', (ctx, error) => log(error, ctx));
   logClientAuthRefusals(provider, logger);
-  recordProviderEvents({ provider, audit, webhooks, tokenIssued: metrics.registry ? metrics.tokenIssued : undefined, send, log: (error, ctx) => log(error, ctx) });
+  recordProviderEvents({ provider, records, log: (error, ctx) => log(error, ctx) });
   const cleanup = startCleanup(db.prisma, {
     auditRetentionDays: config.auditRetentionDays,
     log: (error) => log(error),
     // Self-registered clients that obtained no token for DYNAMIC_CLIENT_IDLE_DAYS (clients/client-usage.ts).
     sweeps: [
-      (limit) => deleteIdleClients(db.prisma, audit, { days: config.standardClients.dynamicClientIdleDays, limit }),
+      (limit) => deleteIdleClients(changes, { days: config.standardClients.dynamicClientIdleDays, limit }),
       // Mails sent or given up, and links used or expired, a week on (mail/mail-outbox.ts).
       (limit) => deleteOldMail(db.prisma, limit),
     ],
@@ -297,7 +303,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
       mail: config.mail,
       baseUrl: config.baseUrl,
       clock,
-      audit,
+      records,
       resetsByAccount: limiter('reset-account', ACCOUNT_MAIL_BUDGET.perAccount, ACCOUNT_MAIL_BUDGET.windowSeconds),
       log: (error) => log(error),
     });
@@ -355,7 +361,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     applications: applicationsRoutes({
       apps: createAuthorizedApps({ prisma: db.prisma, withEvents: revocationAnnouncer(changes) }),
       findUser: hot.findUser,
-      signIn: { guard, users, audit },
+      signIn: { guard, users, records },
       loginSessions: loginSessions(provider, sessions),
       views,
       body,
@@ -379,9 +385,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   const families = {
     authorizeResume: new Router({ strict: true, sensitive: true }).all(new RegExp(`^${ROUTES.authorization.replace('.', '\\.')}/[^/]+$`), resumeGlue, toProvider).routes(),
     interaction: interactionRoutes({
-      provider, users, findUser: hot.findUser, guard, audit, views, body,
-      // A refusal names no one (webhooks/events.ts): the client learns nothing of a user who says no.
-      onDenied: (d) => webhooks.raise('authorization.denied', { client_id: d.clientId, client_name: d.clientName }),
+      provider, users, findUser: hot.findUser, guard, records, views, body,
       consent: consentView({
         originOf: async (clientId) => (isMetadataDocumentClientId(clientId) ? 'metadata-document' : (await hot.findClient(clientId))?.registration as ClientOrigin | undefined),
         findResource: resources.find,
@@ -432,6 +436,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     users,
     clients,
     webhooks,
+    records,
     logger,
     metrics,
     get metricsPort() { return metricsServer?.port; },

@@ -10,7 +10,7 @@
  * @example await admin.delete(await admin.find(clientId), { actor: OPERATOR });
  */
 import type { AuditContext } from '../audit/audit-log.js';
-import type { ChangeTransaction } from '../webhooks/audited-changes.js';
+import type { ChangeTransaction } from '../audit/records.js';
 import type { ClientSettings } from '../clients/client-settings.js';
 import type { ClientStore } from '../clients/client-store.js';
 import type { RegisteredMetadata } from '../clients/client-metadata.js';
@@ -82,12 +82,12 @@ export function createClientAdmin({ prisma, clients, settings, changes }: Client
       return { endpoints, authorizedUsers: row?.users ?? 0 };
     },
     delete(client, context) {
-      return changes(async (tx, raise, audit) => {
+      return changes(async (tx, record) => {
         // The events are written while the client still owns its endpoints; the endpoints then outlive it.
-        const revoked = await revokeGrants(tx, raise, audit, { clientId: client.clientId }, context);
+        const revoked = await revokeGrants(tx, record, { clientId: client.clientId }, context);
         const { count } = await tx.client.deleteMany({ where: { clientId: client.clientId } });
         if (count === 0) throw new NotFoundError(`no client "${client.clientId}" (deleted meanwhile)`);
-        await audit('client.deleted', { client: client.clientId, detail: { client_name: client.clientName, grants_revoked: grantCount(revoked) } }, context);
+        await record.audit('client.deleted', { client: client.clientId, detail: { client_name: client.clientName, grants_revoked: grantCount(revoked) } }, context);
         return { revoked };
       });
     },
@@ -102,7 +102,7 @@ export function createClientAdmin({ prisma, clients, settings, changes }: Client
       return { changed: changed.length > 0 };
     },
     revokeTokens(client, context) {
-      return changes((tx, raise, audit) => revokeGrants(tx, raise, audit, { clientId: client.clientId }, context));
+      return changes((tx, record) => revokeGrants(tx, record, { clientId: client.clientId }, context));
     },
   };
 }

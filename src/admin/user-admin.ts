@@ -28,7 +28,7 @@
 import { isUuid } from '../accounts/user-store.js';
 import type { NewUser, User, UserStore } from '../accounts/user-store.js';
 import type { AuditContext } from '../audit/audit-log.js';
-import type { ChangeTransaction } from '../webhooks/audited-changes.js';
+import type { ChangeTransaction } from '../audit/records.js';
 import type { Client } from '../generated/prisma/client.js';
 import { grantCount } from '../oidc/authorized-apps.js';
 import type { ApplicationRevoked } from '../oidc/authorized-apps.js';
@@ -77,68 +77,68 @@ export function createUserAdmin({ users, changes, sessions }: { users: UserStore
     list: () => users.list(),
     async create(input, context, { emailVerified = false, verificationTtlMs } = {}) {
       const row = await users.prepare(input); // argon2 before the transaction, not inside it
-      return changes(async (tx, _raise, audit) => {
+      return changes(async (tx, record) => {
         const user = await users.insert({ ...row, emailVerified }, tx);
-        await audit('user.created', about(user), context);
-        if (emailVerified) await audit('user.email_verified', about(user, { by: 'operator' }), context);
+        await record.audit('user.created', about(user), context);
+        if (emailVerified) await record.audit('user.email_verified', about(user, { by: 'operator' }), context);
         else if (verificationTtlMs !== undefined) {
           // Sent by the running service's mail worker (at its next start, in embedded mode).
           const now = new Date();
           await enqueueMail(tx, { kind: 'email_verification', recipient: user.email, userId: user.id }, new Date(now.getTime() + verificationTtlMs), now);
-          await audit('user.email_verification_requested', about(user), context);
+          await record.audit('user.email_verification_requested', about(user), context);
         }
         return user;
       });
     },
     disable(user, context) {
-      return changes(async (tx, raise, audit) => {
+      return changes(async (tx, record) => {
         const now = new Date();
         const { count } = await tx.user.updateMany({ where: { id: user.id, disabledAt: null }, data: { disabledAt: now, sessionsEndedAt: now } });
         if (count === 0) return { changed: false, revoked: [] };
-        const revoked = await revokeGrants(tx, raise, audit, { accountId: user.id }, context);
-        await audit('user.disabled', about(user, { grants_revoked: grantCount(revoked) }), context);
+        const revoked = await revokeGrants(tx, record, { accountId: user.id }, context);
+        await record.audit('user.disabled', about(user, { grants_revoked: grantCount(revoked) }), context);
         // Ended, not only refused: enabling the user again does not bring a session back.
-        await audit('user.signed_out', about(user, { reason: 'disabled' }), context);
-        await sessions.within(tx, raise, audit, { accountId: user.id }, 'disabled', context); // its grants ended above: this tells the applications
+        await record.audit('user.signed_out', about(user, { reason: 'disabled' }), context);
+        await sessions.within(tx, record, { accountId: user.id }, 'disabled', context); // its grants ended above: this tells the applications
         return { changed: true, revoked };
       }).finally(() => sessions.wake());
     },
     enable(user, context) {
-      return changes(async (tx, _raise, audit) => {
+      return changes(async (tx, record) => {
         const { count } = await tx.user.updateMany({ where: { id: user.id, disabledAt: { not: null } }, data: { disabledAt: null } });
-        if (count > 0) await audit('user.enabled', about(user), context);
+        if (count > 0) await record.audit('user.enabled', about(user), context);
         return { changed: count > 0 };
       });
     },
     delete(user, context) {
-      return changes(async (tx, raise, audit) => {
-        const revoked = await revokeGrants(tx, raise, audit, { accountId: user.id }, context);
+      return changes(async (tx, record) => {
+        const revoked = await revokeGrants(tx, record, { accountId: user.id }, context);
         const { count } = await tx.user.deleteMany({ where: { id: user.id } });
         if (count === 0) throw new NotFoundError(`no user "${user.username}" (deleted meanwhile)`);
-        await audit('user.deleted', about(user, { grants_revoked: grantCount(revoked) }), context);
+        await record.audit('user.deleted', about(user, { grants_revoked: grantCount(revoked) }), context);
         return { revoked };
       });
     },
     async setPassword(user, password, context) {
       const passwordHash = await users.hashNewPassword(password);
-      await changes(async (tx, raise, audit) => {
+      await changes(async (tx, record) => {
         // A session taken with the old password (a stolen cookie) ends with it.
         const { count } = await tx.user.updateMany({ where: { id: user.id }, data: { passwordHash } });
         if (count === 0) throw new NotFoundError(`no user "${user.username}" (deleted meanwhile)`);
-        await audit('user.password_set', about(user), context);
-        await endUserSessions(sessions, tx, raise, audit, user, { reason: 'password_set' }, context);
+        await record.audit('user.password_set', about(user), context);
+        await endUserSessions(sessions, tx, record, user, { reason: 'password_set' }, context);
       });
       sessions.wake();
     },
     async signOut(user, context) {
-      await changes(async (tx, raise, audit) => {
-        const { ended } = await endUserSessions(sessions, tx, raise, audit, user, { reason: 'sign_out' }, context);
+      await changes(async (tx, record) => {
+        const { ended } = await endUserSessions(sessions, tx, record, user, { reason: 'sign_out' }, context);
         if (!ended) throw new NotFoundError(`no user "${user.username}" (deleted meanwhile)`);
       });
       sessions.wake();
     },
     revokeTokens(user, context, client) {
-      return changes((tx, raise, audit) => revokeGrants(tx, raise, audit, { accountId: user.id, clientId: client?.clientId }, context));
+      return changes((tx, record) => revokeGrants(tx, record, { accountId: user.id, clientId: client?.clientId }, context));
     },
   };
 }

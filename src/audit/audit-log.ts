@@ -9,16 +9,15 @@
  *
  * A change and its row commit together: {@link AuditLog.within} hands out a writer for the
  * caller's transaction and logs the lines only once that transaction succeeded, so a change that
- * rolls back leaves neither. On the request path a row joins the request's one write statement
- * instead ({@link AuditLog.add}, store/request-state.ts). Made once in the composition root and
- * passed down.
+ * rolls back leaves neither; {@link AuditLog.add} adds the row to writes sent as one statement
+ * (a request's, store/request-state.ts), logged once they committed. The rest of the app says
+ * what happened through audit/records.ts, which writes the row in one of these two ways with the
+ * webhook events and counts of the same change. Made once in the composition root and passed down.
  *
- * @example await audit.within((write) => prisma.$transaction(async (tx) => { …; await write(tx, 'user.enabled', { user: id }, context); }));
+ * @example await audit.within((write) => prisma.$transaction(async (tx) => { …; await write(tx, 'key.retired', { detail }, context); }));
  */
 import type { Prisma } from '../generated/prisma/client.js';
-import { Writes } from '../store/request-state.js';
-import type { AuditValues } from '../store/request-state.js';
-import type { WriteSender } from '../store/write-sender.js';
+import type { AuditValues, Writes } from '../store/request-state.js';
 import type { Logger } from '../ops/logger.js';
 import { SECRET_FIELDS } from '../ops/logger.js';
 import type { AuditEventName } from './audit-events.js';
@@ -81,22 +80,16 @@ export type AuditWriter = Pick<Prisma.TransactionClient, 'auditEvent'>;
 export type AuditWrite = (tx: AuditWriter, event: AuditEventName, fields: AuditFields, context: AuditContext) => Promise<void>;
 
 export interface AuditLog {
-  /** Records an event that changes nothing stored (a login, a consent): its row, then its line. */
-  record(event: AuditEventName, fields: AuditFields, context: AuditContext): Promise<void>;
   /** Runs `run` with a writer for its transaction; the lines are logged once `run` resolved. */
   within<T>(run: (write: AuditWrite) => Promise<T>): Promise<T>;
   /**
-   * Adds the row to `writes` (a request's one write statement, store/request-state.ts): stored
-   * with the change it records, or not at all, and logged once that statement committed.
+   * Adds the row to `writes` (sent as one statement: store/request-state.ts): stored with the
+   * change it records, or not at all, and logged once that statement committed.
    */
   add(writes: Writes, event: AuditEventName, fields: AuditFields, context: AuditContext): void;
 }
 
-/**
- * `send`: the request path's write statement (store/write-sender.ts); with it, an event recorded
- * on its own goes out as that statement. Without it (the CLI), through Prisma.
- */
-export function createAuditLog({ prisma, send, logger }: { prisma: AuditWriter; send?: WriteSender; logger: Logger }): AuditLog {
+export function createAuditLog({ logger }: { logger: Logger }): AuditLog {
   const insert = (tx: AuditWriter, row: AuditRow) => tx.auditEvent.create({
     data: {
       event: row.event, actor: row.actor, userId: row.user_id, clientId: row.client_id,
@@ -115,17 +108,6 @@ export function createAuditLog({ prisma, send, logger }: { prisma: AuditWriter; 
   };
 
   return {
-    async record(event, fields, context) {
-      if (!send) {
-        const row = auditRow(event, fields, context);
-        await insert(prisma, row);
-        log(row);
-        return;
-      }
-      const writes = new Writes();
-      add(writes, event, fields, context);
-      await send(writes); // awaited here: written before the request goes on, whatever it does next
-    },
     async within(run) {
       const written: AuditRow[] = [];
       const result = await run(async (tx, event, fields, context) => {

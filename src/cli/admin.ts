@@ -14,8 +14,9 @@ import type { UserAdmin } from '../admin/user-admin.js';
 import { createClientAdmin } from '../admin/client-admin.js';
 import type { ClientAdmin } from '../admin/client-admin.js';
 import { createAuditLog } from '../audit/audit-log.js';
+import { createRecords } from '../audit/records.js';
+import { NO_METRICS } from '../ops/metrics.js';
 import type { AuditLog } from '../audit/audit-log.js';
-import { auditedChanges } from '../webhooks/audited-changes.js';
 import { createClientSettings } from '../clients/client-settings.js';
 import { createClientStore } from '../clients/client-store.js';
 import { loadConfig } from '../config.js';
@@ -30,6 +31,7 @@ import type { Database } from '../store/database.js';
 import { migrate } from '../store/migrate.js';
 import { errorChain, isStoreFailure } from '../store/store-failure.js';
 import { createResourceStore } from '../resources/resource-store.js';
+import { checkedResources } from '../resources/resource-declaration.js';
 import type { ResourceStore } from '../resources/resource-store.js';
 import { createWebhookService } from '../webhooks/webhook-service.js';
 import { enqueueLogouts } from '../webhooks/backchannel-logouts.js';
@@ -79,6 +81,8 @@ export async function withDatabase<T>(
   use: (db: Database) => Promise<T>,
   { migrated = true, config = loadConfig(io.env) }: { migrated?: boolean; config?: Config } = {},
 ): Promise<T> {
+  // RESOURCES held to what a resource server may be, as the service does at start (a ConfigError naming it).
+  checkedResources(config.standardClients.resources);
   const db = await openDatabase(config);
   try {
     try {
@@ -102,34 +106,36 @@ export async function withDatabase<T>(
   }
 }
 
-/** A command's audit writer: rows through Prisma, lines on stderr (stdout stays the command's). */
-export function operatorAudit(config: Config, prisma: PrismaClient, stderr: CliOutput): { audit: AuditLog; logger: Logger } {
+/** A command's audit writer: rows in its transactions, lines on stderr (stdout stays the command's). */
+export function operatorAudit(config: Config, stderr: CliOutput): { audit: AuditLog; logger: Logger } {
   const logger = createLogger({ level: config.logLevel, pretty: Boolean(stderr.isTTY), destination: stderr });
-  return { audit: createAuditLog({ prisma, logger }), logger };
+  return { audit: createAuditLog({ logger }), logger };
 }
 
 export function withAdmin<T>(io: CommandIo, use: (admin: Admin) => Promise<T>): Promise<T> {
   const config = loadConfig(io.env);
   return withDatabase(io, (db) => {
     const { prisma } = db;
-    const { audit, logger } = operatorAudit(config, prisma, io.stderr);
+    const { audit, logger } = operatorAudit(config, io.stderr);
     const users = createUserStore(prisma);
     const webhooks = createWebhookService({ // its worker is never started here
       prisma,
-      send: createWriteSender(db.sql, { byTurn: false }),
       clock: () => new Date(),
       policy: outboundPolicies(config).webhooks,
       retryBaseMs: config.webhookRetryBaseMs,
       log: (error) => logger.error({ err: error }, 'error'),
       audit,
     });
-    const changes = auditedChanges(webhooks, audit, { timeoutMs: config.timeouts.adminTransactionMs });
+    const { change: changes } = createRecords({
+      transaction: (run, options) => prisma.$transaction(run, options), audit, webhooks, metrics: NO_METRICS,
+      send: createWriteSender(db.sql, { byTurn: false }), timeoutMs: config.timeouts.adminTransactionMs,
+    });
     return use({
       // Back-channel logouts are written to the outbox; the running service's worker sends them.
       users: createUserAdmin({ users, changes, sessions: createSessionEnd({ changes, logouts: { enqueue: enqueueLogouts, wake: () => {} } }) }),
-      clients: createClientAdmin({ prisma, clients: createClientStore(prisma, audit, { backchannelDestination: (uri) => urlProblem(uri, outboundPolicies(config).webhooks) }), settings: createClientSettings(changes, { graceMs: config.secretRotationGraceMs, rules: { backchannelDestination: (uri) => urlProblem(uri, outboundPolicies(config).webhooks) } }), changes }),
+      clients: createClientAdmin({ prisma, clients: createClientStore(prisma, changes, { backchannelDestination: (uri) => urlProblem(uri, outboundPolicies(config).webhooks) }), settings: createClientSettings(changes, { graceMs: config.secretRotationGraceMs, rules: { backchannelDestination: (uri) => urlProblem(uri, outboundPolicies(config).webhooks) } }), changes }),
       apps: createAuthorizedApps({ prisma }),
-      resources: createResourceStore({ prisma, configured: config.standardClients.resources, audit }),
+      resources: createResourceStore({ prisma, configured: config.standardClients.resources, changes }),
       prisma,
     });
   }, { config });

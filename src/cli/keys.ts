@@ -73,7 +73,7 @@ export const KEY_VERBS: VerbTable = {
         // The new key must open where the others do: refused here with a wrong KEYS_ENCRYPTION_KEY.
         for (const key of await store.read()) seal.open(key.kid, key.sealed!);
         const key = newSigningKey();
-        const { audit } = operatorAudit(config, db.prisma, io.stderr);
+        const { audit } = operatorAudit(config, io.stderr);
         const { _max: longest } = await db.prisma.resourceServer.aggregate({ _max: { accessTokenTtl: true } });
         return audit.within((write) => store.rotate({ kid: key.kid, alg: key.alg, publicJwk: key.publicJwk, sealed: seal.seal(key.kid, key.privateJwk) },
           { publishAheadMs: ahead, retireAfterMs: retireAfterMs(config, longest.accessTokenTtl ?? 0) }, (tx, detail) => write(tx, 'key.rotated', { detail }, io.context), config.timeouts.adminTransactionMs));

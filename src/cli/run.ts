@@ -29,7 +29,7 @@ import { operatorContext } from './verb.js';
 import type { CliIo, CliOutput, Verb, VerbTable } from './verb.js';
 import { ConfigError } from '../config.js';
 import { DatabaseInUseError } from '../store/embedded-postgres.js';
-import { ResourceInputError } from '../config/resources.js';
+import { ResourceInputError } from '../resources/resource-declaration.js';
 import { KeyRotationError } from '../keys/signing-keys.js';
 
 const VERBS: VerbTable = { ...USER_VERBS, ...CLIENT_VERBS, ...RESOURCE_VERBS, ...TOKEN_VERBS, ...AUDIT_VERBS, ...SETUP_VERBS, ...KEY_VERBS };

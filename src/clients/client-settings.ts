@@ -15,13 +15,14 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { AuditContext } from '../audit/audit-log.js';
-import type { ChangeTransaction } from '../webhooks/audited-changes.js';
+import type { ChangeTransaction } from '../audit/records.js';
 import type { Client, Prisma } from '../generated/prisma/client.js';
 import type { Writer } from '../webhooks/outbox.js';
 import { ClientMetadataError, describedBy, logoutFields, logoutFieldsOf, registeredMetadata } from './client-metadata.js';
 import type { LogoutFields, MetadataRules } from './client-metadata.js';
 import { ClientInputError, validName, validRedirectUri } from './client-store.js';
-import { DEFAULT_GRACE_MS, formatGrace, graceEnd, inGrace } from '../config/durations.js';
+import { DEFAULT_GRACE_MS, formatGrace } from '../config/durations.js';
+import { graceEnd, inGrace } from './secret-grace.js';
 import { generateClientSecret, hashClientSecret } from './credentials.js';
 
 export interface ClientSettings {
@@ -115,7 +116,7 @@ export function createClientSettings(changes: ChangeTransaction, options: { grac
     update(clientId, input, context) {
       const clientName = input.clientName === undefined ? undefined : validName(input.clientName);
       const redirectUri = input.redirectUri === undefined ? undefined : validRedirectUri(input.redirectUri);
-      return changes(async (tx, raise, audit) => {
+      return changes(async (tx, record) => {
         const before = await tx.client.findUnique({ where: { clientId } });
         if (!before) throw new ClientInputError('the application is no longer registered');
         // A machine client (client_credentials) is redirected nowhere: a redirect URI would do nothing.
@@ -141,14 +142,14 @@ export function createClientSettings(changes: ChangeTransaction, options: { grac
           },
         });
         const values = { client_id: clientId, client_name: client.clientName, redirect_uri: client.redirectUri, changed };
-        await raise('client.updated', values);
-        await audit('client.updated', { client: clientId, detail: values }, context);
+        await record.event('client.updated', values);
+        await record.audit('client.updated', { client: clientId, detail: values }, context);
         return { client, changed };
       });
     },
     rotateSecret(clientId, context, { graceMs = defaultGraceMs } = {}) {
       const clientSecret = generateClientSecret();
-      return changes(async (tx, raise, audit) => {
+      return changes(async (tx, record) => {
         const before = await lockedClient(tx, clientId);
         // RFC 6749 §2.1: a public client (`none`) has no secret, nor does one that signs with its keys (`private_key_jwt`): one would change nothing it does.
         if (before.clientSecretHash === null) throw new ClientInputError('this client authenticates without a secret (token_endpoint_auth_method none or private_key_jwt): it has no secret to rotate');
@@ -158,13 +159,13 @@ export function createClientSettings(changes: ChangeTransaction, options: { grac
           data: { clientSecretHash: hashClientSecret(clientSecret), previousSecretHash: graceMs > 0 ? before.clientSecretHash : null, previousSecretExpiresAt: until },
         });
         const previous_secret_expires_at = until.toISOString();
-        await raise('client.secret_rotated', { client_id: clientId, client_name: client.clientName, previous_secret_expires_at });
-        await audit('client.secret_rotated', { client: clientId, detail: { client_name: client.clientName, grace: formatGrace(graceMs), previous_secret_expires_at } }, context);
+        await record.event('client.secret_rotated', { client_id: clientId, client_name: client.clientName, previous_secret_expires_at });
+        await record.audit('client.secret_rotated', { client: clientId, detail: { client_name: client.clientName, grace: formatGrace(graceMs), previous_secret_expires_at } }, context);
         return { client, clientSecret };
       });
     },
     setKeys(clientId, keys, context) {
-      return changes(async (tx, raise, audit) => {
+      return changes(async (tx, record) => {
         const before = await lockedClient(tx, clientId);
         const was = describedBy(before) ?? specShape(before);
         const body: Record<string, unknown> = { ...was, token_endpoint_auth_method: 'private_key_jwt' };
@@ -183,19 +184,19 @@ export function createClientSettings(changes: ChangeTransaction, options: { grac
           data: { metadata: metadata as unknown as Prisma.InputJsonObject, clientSecretHash: null, previousSecretHash: null, previousSecretExpiresAt: null },
         });
         const values = { client_id: clientId, client_name: client.clientName, redirect_uri: client.redirectUri, changed };
-        await raise('client.updated', values);
-        await audit('client.updated', { client: clientId, detail: { ...values, ...(metadata.jwks_uri ? { jwks_uri: metadata.jwks_uri } : {}) } }, context);
+        await record.event('client.updated', values);
+        await record.audit('client.updated', { client: clientId, detail: { ...values, ...(metadata.jwks_uri ? { jwks_uri: metadata.jwks_uri } : {}) } }, context);
         return { client, changed };
       });
     },
     endPreviousSecret(clientId, context) {
-      return changes(async (tx, _raise, audit) => {
+      return changes(async (tx, record) => {
         const before = await lockedClient(tx, clientId);
         const now = clock();
         if (!previousSecretWorks(before, now)) return { client: before, ended: false };
         const client = await tx.client.update({ where: { clientId }, data: { previousSecretHash: null, previousSecretExpiresAt: now } });
         const detail = { client_name: client.clientName, previous_secret_expires_at: now.toISOString(), was_to_expire_at: before.previousSecretExpiresAt!.toISOString() };
-        await audit('client.previous_secret_ended', { client: clientId, detail }, context);
+        await record.audit('client.previous_secret_ended', { client: clientId, detail }, context);
         return { client, ended: true };
       });
     },

@@ -6,7 +6,8 @@
  * @example const { client, clientSecret } = await clients.register({ clientName: 'Demo', redirectUri }, requestContext(ctx, ANONYMOUS));
  */
 import { ANONYMOUS } from '../audit/audit-log.js';
-import type { AuditContext, AuditLog } from '../audit/audit-log.js';
+import type { AuditContext } from '../audit/audit-log.js';
+import type { ChangeTransaction } from '../audit/records.js';
 import type { Client, Prisma, PrismaClient } from '../generated/prisma/client.js';
 import { ClientMetadataError, logoutFields, usesSecret } from './client-metadata.js';
 import type { LogoutFields, MetadataRules, RegisteredMetadata } from './client-metadata.js';
@@ -80,14 +81,14 @@ export function validRedirectUri(value: unknown): string {
 }
 
 /** `rules`: where a backchannel_logout_uri may lead (the webhook guard). */
-export function createClientStore(prisma: PrismaClient, audit: AuditLog, rules: Pick<MetadataRules, 'backchannelDestination'> = {}): ClientStore {
+export function createClientStore(prisma: PrismaClient, changes: ChangeTransaction, rules: Pick<MetadataRules, 'backchannelDestination'> = {}): ClientStore {
   return {
     async register(input, context = { actor: ANONYMOUS }, registration = 'spec') {
       const clientName = validName(input.clientName);
       const redirectUri = validRedirectUri(input.redirectUri);
       const logout = specLogoutFields(input, rules);
       const clientSecret = generateClientSecret();
-      const client = await audit.within((write) => prisma.$transaction(async (tx) => {
+      const client = await changes(async (tx, record) => {
         const created = await tx.client.create({
           data: { clientId: generateClientId(), clientSecretHash: hashClientSecret(clientSecret), clientName, redirectUri, registration, metadata: logout as Prisma.InputJsonObject },
         });
@@ -96,15 +97,15 @@ export function createClientStore(prisma: PrismaClient, audit: AuditLog, rules: 
           ...(logout.post_logout_redirect_uris ? { post_logout_redirect_uris: logout.post_logout_redirect_uris } : {}),
           ...(logout.backchannel_logout_uri ? { backchannel_logout_origin: new URL(logout.backchannel_logout_uri).origin } : {}),
         };
-        await write(tx, 'client.registered', { client: created.clientId, detail: { client_name: clientName, redirect_uri: redirectUri, registration, ...logoutDetail } }, context);
+        await record.audit('client.registered', { client: created.clientId, detail: { client_name: clientName, redirect_uri: redirectUri, registration, ...logoutDetail } }, context);
         return created;
-      }));
+      });
       return { client, clientSecret };
     },
     async registerDynamic(metadata, context, registration = 'rfc7591') {
       const clientSecret = usesSecret(metadata.token_endpoint_auth_method) ? generateClientSecret() : undefined;
       const clientId = generateClientId();
-      const client = await audit.within((write) => prisma.$transaction(async (tx) => {
+      const client = await changes(async (tx, record) => {
         const created = await tx.client.create({
           data: {
             clientId,
@@ -120,9 +121,9 @@ export function createClientStore(prisma: PrismaClient, audit: AuditLog, rules: 
           token_endpoint_auth_method: metadata.token_endpoint_auth_method, grant_types: metadata.grant_types, application_type: metadata.application_type,
           ...(metadata.jwks_uri ? { jwks_uri: metadata.jwks_uri } : {}),
         };
-        await write(tx, 'client.registered', { client: clientId, detail }, context);
+        await record.audit('client.registered', { client: clientId, detail }, context);
         return created;
-      }));
+      });
       return { client, clientSecret };
     },
     find(clientId) {

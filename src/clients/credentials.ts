@@ -23,7 +23,7 @@
  * @example const check = createSecretCheck({ logger, counted: metrics.previousSecretUsed }); check(clientId, secret, secretDigests(row));
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { inGrace } from '../config/durations.js';
+import { inGrace } from './secret-grace.js';
 import type { Client } from '../generated/prisma/client.js';
 import type { Logger } from '../ops/logger.js';
 

@@ -13,19 +13,18 @@
  * longest idle first (the partial indexes clients_idle_idx and clients_never_used_idx),
  * `FOR UPDATE SKIP LOCKED` so instances never collide.
  *
- * @example await deleteIdleClients(prisma, audit, { days: 30, limit: 100 });
+ * @example await deleteIdleClients(records.change, { days: 30, limit: 100 });
  */
 import { SYSTEM } from '../audit/audit-log.js';
-import type { AuditLog } from '../audit/audit-log.js';
-import type { PrismaClient } from '../generated/prisma/client.js';
+import type { ChangeTransaction } from '../audit/records.js';
 
 export const IDLE_CLIENTS_PER_BATCH = 100;
 
 interface Removed { client_id: string; client_name: string; last_used: Date }
 
 /** One batch; resolves to the number of clients removed. */
-export function deleteIdleClients(prisma: PrismaClient, audit: AuditLog, { days, limit }: { days: number; limit: number }): Promise<number> {
-  return audit.within((write) => prisma.$transaction(async (tx) => {
+export function deleteIdleClients(changes: ChangeTransaction, { days, limit }: { days: number; limit: number }): Promise<number> {
+  return changes(async (tx, record) => {
     const removed = await tx.$queryRaw<Removed[]>`
       DELETE FROM clients c WHERE c.client_id IN (
         SELECT client_id FROM clients
@@ -37,8 +36,8 @@ export function deleteIdleClients(prisma: PrismaClient, audit: AuditLog, { days,
       RETURNING c.client_id, c.client_name, COALESCE(c.last_used_at, c.created_at) AS last_used`;
     for (const client of removed) {
       const detail = { client_name: client.client_name, reason: 'idle', idle_days: days, last_used_at: client.last_used.toISOString() };
-      await write(tx, 'client.deleted', { client: client.client_id, detail }, { actor: SYSTEM });
+      await record.audit('client.deleted', { client: client.client_id, detail }, { actor: SYSTEM });
     }
     return removed.length;
-  }));
+  });
 }

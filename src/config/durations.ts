@@ -4,6 +4,7 @@
  * secret as a second signature). Written as a duration: `0` (the old secret ends at once, the
  * leaked-secret case), or a whole number of milliseconds, seconds, minutes, hours or days: `500ms`,
  * `30s`, `15m`, `1h`, `7d` (the notation of every duration variable, config/env.ts `duration`).
+ * Whether a replaced secret still works, and until when, is the domain's rule (clients/secret-grace.ts).
  *
  * @example parseGrace('1h') // 3_600_000
  */
@@ -44,18 +45,4 @@ export function formatGrace(ms: number): string {
     if (ms % UNITS[unit] === 0) return `${ms / UNITS[unit]}${unit}`;
   }
   return `${Math.ceil(ms / 1000)}s`;
-}
-
-/** Whether a replaced secret still works at `at`: one was kept, and its grace ends after `at`. */
-export function inGrace(previous: string | null | undefined, until: Date | null | undefined, at: Date): boolean {
-  return Boolean(previous) && until !== null && until !== undefined && at.getTime() < until.getTime();
-}
-
-/**
- * When the replaced secret stops working if rotated at `now` with `graceMs`: `now` for a grace of
- * 0 (it is not kept at all); otherwise rounded up to a whole second, so the instant is the same
- * wherever it is compared (the provider sees it in seconds, as RFC 7591 gives `client_secret_expires_at`).
- */
-export function graceEnd(now: Date, graceMs: number): Date {
-  return graceMs === 0 ? now : new Date(Math.ceil((now.getTime() + graceMs) / 1000) * 1000);
 }

@@ -31,7 +31,7 @@
  * not serve are logged as `unmatched`, so that neither a log line nor a metric label echoes
  * whatever a caller sent. No header is logged.
  *
- * @example const inFlight = trackInFlight(); koa.use(inFlight.middleware).use(accessLog({ logger, knownPaths })); // then ctx.state.requestId
+ * @example const inFlight = trackInFlight(); koa.use(inFlight.middleware).use(accessLog({ logger, knownPaths })); // then ctx.state.requestId (store/request-state.ts `RequestFacts`)
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
@@ -113,13 +113,13 @@ export function routeOf(ctx: Context, knownPaths: ReadonlySet<string>): string {
  * new client, the application a user revoked.
  */
 export function noteClient(ctx: Context, clientId: string): void {
-  (ctx.state as { clientId?: string }).clientId = clientId;
+  ctx.state.clientId = clientId;
 }
 
 /** The client a request is about, when the provider or our own routes identified one. */
 export function clientIdOf(ctx: Context): string | undefined {
   const oidc = (ctx as Context & { oidc?: { client?: { clientId?: string }; params?: { client_id?: unknown } } }).oidc;
-  const known = oidc?.client?.clientId ?? (ctx.state as { clientId?: string }).clientId;
+  const known = oidc?.client?.clientId ?? ctx.state.clientId;
   return typeof known === 'string' ? known : undefined;
 }
 
@@ -157,7 +157,7 @@ export function accessLog({ logger, knownPaths, onResponse }: AccessLogOptions):
         clientId: clientIdOf(ctx),
       };
       lines.info({
-        request_id: ctx.state.requestId as string | undefined,
+        request_id: ctx.state.requestId,
         method: outcome.method,
         route: outcome.route,
         status: outcome.status,

@@ -50,23 +50,18 @@ export function addressKey(raw: string): string | undefined {
   return typeof ip === 'string' || ip === undefined ? ip : `${ip.parts.slice(0, 4).map((part) => part.toString(16)).join(':')}::/64`;
 }
 
-const ADDRESS = Symbol('client address');
-const KEY = Symbol('client key');
-
-interface Kept { [ADDRESS]?: string; [KEY]?: string }
-
 /** The address the request comes from (see the module comment). */
 export function clientAddress(ctx: Context): string {
-  const state = ctx.state as Kept;
-  if (state[ADDRESS] !== undefined) return state[ADDRESS];
+  const { state } = ctx;
+  if (state.clientAddress !== undefined) return state.clientAddress;
   const peer = ctx.req.socket.remoteAddress ?? '';
-  return (state[ADDRESS] = normalAddress(ctx.ip) ?? normalAddress(peer) ?? (peer || 'unknown'));
+  return (state.clientAddress = normalAddress(ctx.ip) ?? normalAddress(peer) ?? (peer || 'unknown'));
 }
 
 /** The key the rate limits and the login guard count the request's address by. */
 export function clientKey(ctx: Context): string {
-  const state = ctx.state as Kept;
-  if (state[KEY] !== undefined) return state[KEY];
+  const { state } = ctx;
+  if (state.clientKey !== undefined) return state.clientKey;
   const address = clientAddress(ctx);
-  return (state[KEY] = addressKey(address) ?? address);
+  return (state.clientKey = addressKey(address) ?? address);
 }

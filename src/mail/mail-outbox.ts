@@ -1,9 +1,10 @@
 /**
  * The mail outbox and its worker. A request to mail someone is one row, written where the request
- * is made (in its transaction when it has one); a worker in every instance claims due rows with
- * `FOR UPDATE SKIP LOCKED` and a lease, as the webhooks' outbox does (webhooks/outbox.ts), sends
- * each, and retries on the webhooks' schedule (webhooks/retry-schedule.ts) what the server did not
- * take, until the row's `send_before`.
+ * is made (in its transaction when it has one); the outbox worker of every instance
+ * (outbox/worker.ts, as the webhooks' and the back-channel logouts') claims due rows with
+ * `FOR UPDATE SKIP LOCKED` and a lease, sends each, and retries on the webhooks' schedule
+ * (outbox/retry-schedule.ts) what the server did not take, until the row's `send_before`. A mail
+ * being sent when the worker stops is sent to the end and recorded, never sent twice.
  *
  * A row holds no link. The worker makes each link's token as it sends (accounts/account-tokens.ts),
  * so no live token is stored anywhere but in the mail itself. A password reset's row holds the
@@ -12,17 +13,18 @@
  *
  * @example await enqueueMail(prisma, { kind: 'password_reset', recipient: 'alice@example.com' }, sendBefore, now); mail.wake();
  */
-import { AsyncResource } from 'node:async_hooks';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { issueToken } from '../accounts/account-tokens.js';
 import type { LinkPurpose } from '../accounts/account-tokens.js';
 import type { User } from '../accounts/user-store.js';
-import type { AuditLog } from '../audit/audit-log.js';
 import { SYSTEM } from '../audit/audit-log.js';
+import type { Records } from '../audit/records.js';
 import type { MailConfig } from '../config.js';
 import type { Prisma, PrismaClient } from '../generated/prisma/client.js';
 import type { Limiter } from '../store/limiter.js';
-import { retryDelayMs } from '../webhooks/retry-schedule.js';
+import { retryDelayMs } from '../outbox/retry-schedule.js';
+import { createOutboxWorker } from '../outbox/worker.js';
+import type { Leases, OutboxWorker } from '../outbox/worker.js';
 import { resetMail, verificationMail } from './messages.js';
 import { PermanentMailError } from './transport.js';
 import type { Mail, MailTransport } from './transport.js';
@@ -52,32 +54,51 @@ export interface MailWorkerDependencies {
   mail: MailConfig;
   baseUrl: string;
   clock: () => Date;
-  audit: AuditLog;
+  /** Where a mail's sending or refusal is audited. */
+  records: Pick<Records, 'alone'>;
   /** Reset mails an account may get (keyed by user id): over it, a request mails nothing. */
   resetsByAccount: Limiter;
   log: (error: unknown) => void;
   pollMs?: number;
 }
 
-export interface MailWorker {
-  start(): void;
-  /** A mail was just queued: look now. */
-  wake(): void;
-  stop(): Promise<void>;
+/** `wake()`: a mail was just queued, look now. */
+export type MailWorker = OutboxWorker;
+
+/** The mail outbox's leases (outbox/worker.ts): due rows claimed with a lease, as the webhooks' are. */
+export function mailLeases(prisma: PrismaClient): Leases<Claimed> {
+  return {
+    async claim(owner, limit, now, leaseUntil) {
+      const rows = await prisma.$queryRaw<Claimed[]>`
+        UPDATE mail_outbox m SET lease_owner = ${owner}, lease_expires_at = ${leaseUntil}
+        FROM (
+          SELECT id FROM mail_outbox
+          WHERE status = 'pending' AND next_attempt_at <= ${now} AND (lease_expires_at IS NULL OR lease_expires_at <= ${now})
+          ORDER BY next_attempt_at LIMIT ${limit}
+          FOR UPDATE SKIP LOCKED
+        ) due
+        WHERE m.id = due.id
+        RETURNING m.id, m.kind, m.recipient, m.user_id, m.attempts, m.send_before`;
+      return rows.map((row) => ({ ...row, attempts: Number(row.attempts), send_before: new Date(row.send_before) }));
+    },
+    async release(owner) {
+      const { count } = await prisma.mailMessage.updateMany({ where: { leaseOwner: owner }, data: { leaseOwner: null, leaseExpiresAt: null } });
+      return count;
+    },
+    async nextDue() {
+      const [row] = await prisma.$queryRaw<{ due: Date | null }[]>`
+        SELECT min(GREATEST(next_attempt_at, COALESCE(lease_expires_at, next_attempt_at))) AS due
+        FROM mail_outbox WHERE status = 'pending'`;
+      return row?.due ? new Date(row.due) : undefined;
+    },
+  };
 }
 
 export function createMailWorker(deps: MailWorkerDependencies): MailWorker {
   const { prisma, clock } = deps;
-  const owner = randomUUID();
-  const pollMs = deps.pollMs ?? 1000;
-  const leaseMs = Math.max(6 * deps.mail.timeoutMs, 60_000);
-  let timer: NodeJS.Timeout | undefined;
-  let cycle: Promise<void> | undefined;
-  let again = false;
-  let started = false;
-  let stopped = false;
 
-  const finish = (id: string, data: Prisma.MailMessageUpdateManyMutationInput) =>
+  /** Records how a claimed row ended, while `owner` still holds it. */
+  const finish = (owner: string, id: string, data: Prisma.MailMessageUpdateManyMutationInput) =>
     prisma.mailMessage.updateMany({ where: { id, leaseOwner: owner }, data: { leaseOwner: null, leaseExpiresAt: null, ...data } });
 
   type Composed = { mail: Mail; users: User[]; purpose: LinkPurpose } | { status: 'no_account' | 'limited' };
@@ -93,7 +114,7 @@ export function createMailWorker(deps: MailWorkerDependencies): MailWorker {
       // The per-account budget counts requests, not attempts: a retry is the same request.
       const allowed = row.attempts > 0 ? users : (await Promise.all(users.map(async (user) => ((await deps.resetsByAccount.consume(user.id)).exceeded ? undefined : user)))).filter((user) => user !== undefined);
       for (const user of users.filter((u) => !allowed.includes(u))) {
-        await deps.audit.record('user.link_limited', { user: user.id, detail: { username: user.username, purpose: 'password_reset' } }, { actor: SYSTEM });
+        await deps.records.alone((record) => record.audit('user.link_limited', { user: user.id, detail: { username: user.username, purpose: 'password_reset' } }, { actor: SYSTEM }));
       }
       if (allowed.length === 0) return { status: 'limited' } as const;
       const accounts = await Promise.all(allowed.map(async (user) => ({ user, username: user.username, token: await issueToken(prisma, user, 'password_reset', passwordResetTtlMs, now) })));
@@ -106,91 +127,48 @@ export function createMailWorker(deps: MailWorkerDependencies): MailWorker {
     return { mail: verificationMail(deps.baseUrl, row.recipient, user.username, token, emailVerificationTtlMs), users: [user], purpose: 'email_verification' } as const;
   }
 
-  async function attempt(row: Claimed) {
+  /** One attempt at a claimed row; not cut short by a stop (a mail half sent would be sent again). */
+  async function attempt(row: Claimed, owner: string) {
     const now = clock();
     if (row.send_before <= now) {
-      await finish(row.id, { status: 'expired', nextAttemptAt: null });
+      await finish(owner, row.id, { status: 'expired', nextAttemptAt: null });
       return;
     }
     try {
       const composed = await compose(row, now);
       if (!('mail' in composed)) {
-        await finish(row.id, { status: composed.status, nextAttemptAt: null });
+        await finish(owner, row.id, { status: composed.status, nextAttemptAt: null });
         return;
       }
       await deps.transport.send(composed.mail);
-      await finish(row.id, { status: 'sent', sentAt: clock(), attempts: { increment: 1 }, nextAttemptAt: null, lastError: null });
+      await finish(owner, row.id, { status: 'sent', sentAt: clock(), attempts: { increment: 1 }, nextAttemptAt: null, lastError: null });
       for (const user of composed.users) {
-        await deps.audit.record('user.link_mailed', { user: user.id, detail: { username: user.username, purpose: composed.purpose } }, { actor: SYSTEM });
+        await deps.records.alone((record) => record.audit('user.link_mailed', { user: user.id, detail: { username: user.username, purpose: composed.purpose } }, { actor: SYSTEM }));
       }
     } catch (error) {
       const delay = error instanceof PermanentMailError ? undefined : retryDelayMs(row.attempts + 1, deps.mail.retryBaseMs);
       const lastError = String((error as Error).message ?? error).slice(0, 500);
       const next = delay === undefined ? undefined : new Date(clock().getTime() + delay);
-      await finish(row.id, next && next < row.send_before
+      await finish(owner, row.id, next && next < row.send_before
         ? { status: 'pending', attempts: { increment: 1 }, nextAttemptAt: next, lastError }
         : { status: 'failed', attempts: { increment: 1 }, nextAttemptAt: null, lastError });
       deps.log(error);
     }
   }
 
-  async function claimAndSend() {
-    const now = clock();
-    const rows = await prisma.$queryRaw<Claimed[]>`
-      UPDATE mail_outbox m SET lease_owner = ${owner}, lease_expires_at = ${new Date(now.getTime() + leaseMs)}
-      FROM (
-        SELECT id FROM mail_outbox
-        WHERE status = 'pending' AND next_attempt_at <= ${now} AND (lease_expires_at IS NULL OR lease_expires_at <= ${now})
-        ORDER BY next_attempt_at LIMIT 8
-        FOR UPDATE SKIP LOCKED
-      ) due
-      WHERE m.id = due.id
-      RETURNING m.id, m.kind, m.recipient, m.user_id, m.attempts, m.send_before`;
-    for (const row of rows) {
-      if (stopped) break;
-      await attempt({ ...row, attempts: Number(row.attempts), send_before: new Date(row.send_before) });
-    }
-    if (rows.length === 8) again = true;
-  }
-
-  function schedule(delayMs: number) {
-    if (stopped) return;
-    clearTimeout(timer);
-    timer = setTimeout(runDetached, delayMs);
-    timer.unref();
-  }
-
-  function run() {
-    if (stopped) return;
-    if (cycle) { again = true; return; }
-    cycle = claimAndSend()
-      .catch((error) => { deps.log(error); })
-      .finally(() => {
-        cycle = undefined;
-        const now = again;
-        again = false;
-        schedule(now ? 0 : pollMs);
-      });
-  }
-  // Woken from a request, the worker still runs in its own async context, not the request's.
-  const runDetached = AsyncResource.bind(run);
-
+  const worker = createOutboxWorker<Claimed>({
+    outbox: mailLeases(prisma),
+    attempt,
+    clock,
+    log: deps.log,
+    leaseMs: Math.max(6 * deps.mail.timeoutMs, 60_000),
+    ...(deps.pollMs !== undefined ? { pollMs: deps.pollMs } : {}),
+  });
   return {
-    start() {
-      if (started || stopped) return;
-      started = true;
-      schedule(0);
-    },
-    wake() {
-      if (!started) return;
-      if (cycle) again = true;
-      else schedule(0);
-    },
+    start: () => worker.start(),
+    wake: () => worker.wake(),
     async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await cycle;
-      if (started) await prisma.mailMessage.updateMany({ where: { leaseOwner: owner }, data: { leaseOwner: null, leaseExpiresAt: null } }).catch(deps.log);
+      await worker.stop();
       deps.transport.close();
     },
   };

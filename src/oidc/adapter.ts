@@ -39,7 +39,7 @@ import type { Client, PrismaClient } from '../generated/prisma/client.js';
 import type { HotReads } from '../store/hot-reads.js';
 import { storable } from '../store/hot-reads.js';
 import { currentState, modelKey, Writes } from '../store/request-state.js';
-import type { ModelRow } from '../store/request-state.js';
+import type { CarriedSession, ModelRow } from '../store/request-state.js';
 import type { StoreGuard } from '../store/store-failure.js';
 import type { WriteSender } from '../store/write-sender.js';
 import { CLOCK_SKEW_SECONDS, MAX_ASSERTION_LIFETIME_SECONDS } from './client-assertions.js';
@@ -210,13 +210,11 @@ function sessions(adapter: Adapter): Adapter {
     async find(id) {
       const payload = await adapter.find(id);
       const state = currentState();
-      if (payload && state) state.session = payload as RequestSession;
+      if (payload && state) state.session = payload as CarriedSession;
       return payload;
     },
   };
 }
-
-type RequestSession = NonNullable<NonNullable<ReturnType<typeof currentState>>['session']>;
 
 export function createAdapterFactory(stores: {
   durable: AdapterFor;

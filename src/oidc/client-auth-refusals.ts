@@ -24,7 +24,7 @@ export function logClientAuthRefusals(provider: Provider, logger: Pick<Logger, '
     on(event, (ctx, error) => {
       if (error.error !== 'invalid_client') return;
       logger.info({
-        request_id: (ctx.state as { requestId?: string } | undefined)?.requestId,
+        request_id: ctx.state?.requestId,
         endpoint: ctx.oidc?.route,
         client_id: ctx.oidc?.client?.clientId ?? ctx.oidc?.params?.client_id,
         detail: error.error_detail,

@@ -8,10 +8,9 @@
  * @example createAuthorizedApps({ prisma, withEvents: revocationAnnouncer(changes) });
  */
 import type { AuditContext, AuditFields } from '../audit/audit-log.js';
-import type { Audit, ChangeTransaction } from '../webhooks/audited-changes.js';
+import type { ChangeTransaction, Recorder } from '../audit/records.js';
 import type { RevocationReason } from '../webhooks/events.js';
 import type { Writer } from '../webhooks/outbox.js';
-import type { Raise } from '../webhooks/webhook-service.js';
 import { endGrants } from './authorized-apps.js';
 import type { ApplicationRevoked, GrantScope, RevocationTransaction } from './authorized-apps.js';
 
@@ -21,24 +20,24 @@ export function revokedFields({ clientId, accountId, username, grantIds }: Appli
 }
 
 /** Raises and audits what `endGrants` ended, in the caller's transaction. */
-export async function announceRevocations(raise: Raise, audit: Audit, ended: ApplicationRevoked[], reason: RevocationReason, context: AuditContext): Promise<void> {
+export async function announceRevocations(record: Recorder, ended: ApplicationRevoked[], reason: RevocationReason, context: AuditContext): Promise<void> {
   for (const revoked of ended) {
     const { clientId, clientName, username, grantIds } = revoked;
     for (const grantId of grantIds) {
-      await raise('token.revoked', { client_id: clientId, client_name: clientName, username, grant_id: grantId, token_type: 'grant', reason });
+      await record.event('token.revoked', { client_id: clientId, client_name: clientName, username, grant_id: grantId, token_type: 'grant', reason });
     }
-    await audit('token.revoked', revokedFields(revoked, reason), context);
+    await record.audit('token.revoked', revokedFields(revoked, reason), context);
   }
 }
 
 /** Ends the grants in `scope` (an operator's doing) and announces them, in the caller's transaction. */
-export async function revokeGrants(tx: Writer, raise: Raise, audit: Audit, scope: GrantScope, context: AuditContext): Promise<ApplicationRevoked[]> {
+export async function revokeGrants(tx: Writer, record: Recorder, scope: GrantScope, context: AuditContext): Promise<ApplicationRevoked[]> {
   const ended = await endGrants(tx, scope);
-  await announceRevocations(raise, audit, ended, 'admin_revoked', context);
+  await announceRevocations(record, ended, 'admin_revoked', context);
   return ended;
 }
 
 /** A user revoking an application (`user_revoked`), in one transaction with its events and audit row. */
 export function revocationAnnouncer(changes: ChangeTransaction): RevocationTransaction {
-  return (change) => changes((tx, raise, audit) => change(tx, (event, context) => announceRevocations(raise, audit, [event], 'user_revoked', context)));
+  return (change) => changes((tx, record) => change(tx, (event, context) => announceRevocations(record, [event], 'user_revoked', context)));
 }

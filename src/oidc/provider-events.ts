@@ -1,15 +1,17 @@
 /**
  * What the provider's own events record: one table feeds the audit trail, the webhook events and
- * the metrics. Each record joins the request's one write statement (store/request-state.ts),
- * with the change it records: it is written, logged and counted only once that statement
- * committed, so a redemption that lost its race records nothing (RFC 6749 §4.1.2).
+ * the metrics. Each record joins the request's one write statement (audit/records.ts `request`,
+ * store/request-state.ts), with the change it records: it is written, logged and counted only
+ * once that statement committed, so a redemption that lost its race records nothing
+ * (RFC 6749 §4.1.2).
  *
  * | provider event                                 | audit row                      | webhook event                  | metric (`oauth_tokens_issued_total`) |
  * |------------------------------------------------|--------------------------------|--------------------------------|--------------------------|
  * | `authorization.success` (each approval)        | —                              | `authorization.granted`        | —                        |
  *
  * Each approval also records, with its statement, which application the login session signed in
- * to (session-end.ts `SessionClient`: its `sid`, its grant), for when the session ends.
+ * to (session-end.ts `SessionClient`: its `sid`, its grant), for when the session ends; a silent
+ * approval whose record the request read already, unchanged and outliving the session, writes none.
  * | `grant.success`, authorization_code            | `token.issued`                 | `token.issued`                 | grant_type=authorization_code |
  * | `grant.success`, client_credentials            | `token.issued` (no user, no grant; its resource) | `token.issued` (the same) | grant_type=client_credentials |
  * | `grant.success`, refresh_token                 | `token.refreshed`              | `token.refreshed`              | grant_type=refresh_token |
@@ -32,18 +34,18 @@ import type { KoaContextWithOIDC } from 'oidc-provider';
 import type { AuditEventName } from '../audit/audit-events.js';
 import { clientActor, SYSTEM } from '../audit/audit-log.js';
 import { requestContext } from '../http/audit-context.js';
-import type { AuditFields, AuditLog } from '../audit/audit-log.js';
+import type { AuditFields } from '../audit/audit-log.js';
+import type { Records } from '../audit/records.js';
 import { useToRecord } from '../clients/client-usage.js';
-import { currentState, modelKey, Writes } from '../store/request-state.js';
+import { currentState, modelKey } from '../store/request-state.js';
 import type { ModelWrite } from '../store/request-state.js';
 import { SESSION_TTL_SECONDS } from './provider.js';
-import { sessionClientWrite } from './session-end.js';
-import type { WriteSender } from '../store/write-sender.js';
+import { sessionClientWrites } from './session-end.js';
 import type { EventType } from '../webhooks/events.js';
-import type { RaiseData, WebhookService } from '../webhooks/webhook-service.js';
+import type { RaiseData } from '../webhooks/webhook-service.js';
 
 /** What one provider event records. */
-interface Records {
+interface Recorded {
   /** Provider-model rows written with the request (a session's record of an application). */
   models?: ModelWrite[];
   audit?: { event: AuditEventName; fields: AuditFields };
@@ -53,7 +55,7 @@ interface Records {
 }
 
 type Token = { accountId?: string; grantId?: string; scope?: string } | undefined;
-type Rule = (ctx: KoaContextWithOIDC, subject: unknown) => Records | undefined;
+type Rule = (ctx: KoaContextWithOIDC, subject: unknown) => Recorded | undefined;
 
 const client = (ctx: KoaContextWithOIDC) => ({ client_id: ctx.oidc.client!.clientId, client_name: ctx.oidc.client!.clientName ?? ctx.oidc.client!.clientId });
 const entity = (ctx: KoaContextWithOIDC, name: string) => (ctx.oidc.entities as unknown as Record<string, Token>)[name];
@@ -85,10 +87,10 @@ export const PROVIDER_EVENTS: Readonly<Record<string, Rule>> = {
     const code = entity(ctx, 'AuthorizationCode');
     const { session } = ctx.oidc;
     const clientId = ctx.oidc.client!.clientId;
-    const signedIn = session?.accountId && session.sidFor(clientId) ? [sessionClientWrite({
+    const signedIn = session?.accountId && session.sidFor(clientId) ? sessionClientWrites({
       sessionUid: session.uid, accountId: session.accountId, clientId, sid: session.sidFor(clientId)!, grantId: session.grantIdFor(clientId),
       backchannelLogoutUri: (ctx.oidc.client as { backchannelLogoutUri?: string }).backchannelLogoutUri,
-    }, new Date(Date.now() + SESSION_TTL_SECONDS * 1000))] : [];
+    }, Date.now(), SESSION_TTL_SECONDS) : [];
     return {
       webhook: { type: 'authorization.granted', data: { ...client(ctx), account_id: code?.accountId ?? session?.accountId, scope: code?.scope } },
       models: signedIn,
@@ -137,30 +139,24 @@ const TOKEN_FIRST = new Set(['access_token.destroyed', 'refresh_token.destroyed'
 
 export interface ProviderEventDependencies {
   provider: Provider;
-  audit: Pick<AuditLog, 'add'>;
-  webhooks: Pick<WebhookService, 'add'>;
-  /** Counts a token response issued (the metrics); undefined when nothing is counted. */
-  tokenIssued: ((grantType: string) => void) | undefined;
-  /** Sends records made outside a request (the provider makes none there; a safeguard). */
-  send: WriteSender;
+  /** Where the records go: the request's writes (outside a request, sent on their own: a safeguard, the provider makes none there). */
+  records: Pick<Records, 'request'>;
   log: (error: unknown, ctx?: KoaContextWithOIDC) => void;
 }
 
-export function recordProviderEvents({ provider, audit, webhooks, tokenIssued, send, log }: ProviderEventDependencies): void {
-  const record = (ctx: KoaContextWithOIDC, records: Records | undefined) => {
-    if (!records) return;
-    const state = currentState();
-    const writes = state?.writes ?? new Writes();
-    for (const model of records.models ?? []) writes.models.set(modelKey(model.type, model.id), model);
-    if (records.audit) audit.add(writes, records.audit.event, records.audit.fields, requestContext(ctx, ctx.oidc.client ? clientActor(ctx.oidc.client.clientId) : SYSTEM));
-    // A client the request read without webhook endpoints: nothing to write.
-    if (records.webhook && state?.clientHasWebhooks.get(records.webhook.data.client_id) !== false) webhooks.add(writes, records.webhook.type, records.webhook.data);
-    const { issued } = records;
-    if (issued && tokenIssued) writes.committed.push(() => tokenIssued(issued));
-    // A self-registered client's last use (an operator's clients are never recorded).
-    const used = ctx.oidc.client && state?.clients.get(ctx.oidc.client.clientId);
-    if (issued && useToRecord(used)) writes.clientsUsed.push(used!.clientId);
-    if (!state) send(writes).catch((error: unknown) => log(error, ctx));
+export function recordProviderEvents({ provider, records, log }: ProviderEventDependencies): void {
+  const record = (ctx: KoaContextWithOIDC, what: Recorded | undefined) => {
+    if (!what) return;
+    records.request((recorder, writes) => {
+      for (const model of what.models ?? []) writes.models.set(modelKey(model.type, model.id), model);
+      if (what.audit) recorder.audit(what.audit.event, what.audit.fields, requestContext(ctx, ctx.oidc.client ? clientActor(ctx.oidc.client.clientId) : SYSTEM));
+      if (what.webhook) recorder.event(what.webhook.type, what.webhook.data);
+      const { issued } = what;
+      if (issued) recorder.count('tokenIssued', issued);
+      // A self-registered client's last use (an operator's clients are never recorded).
+      const used = ctx.oidc.client && currentState()?.clients.get(ctx.oidc.client.clientId);
+      if (issued && useToRecord(used)) writes.clientsUsed.push(used!.clientId);
+    }).catch((error: unknown) => log(error, ctx));
   };
   for (const [name, rule] of Object.entries(PROVIDER_EVENTS)) {
     (provider.on as (event: string, listener: (first: unknown, second: unknown) => void) => void).call(provider, name, (first, second) => {

@@ -307,7 +307,7 @@ export function createProvider(deps: ProviderDependencies): Provider {
   // and against the previous secret's while its grace lasts. A client without one (public) is
   // compared with the decoy and refused, should the provider ever ask.
   provider.Client.prototype.compareClientSecret = function compareClientSecret(this: { clientId: string; clientSecret?: string }, actual: string) {
-    const requestId = (Provider.ctx?.state as { requestId?: string } | undefined)?.requestId;
+    const requestId = Provider.ctx?.state?.requestId;
     if (typeof this.clientSecret !== 'string') return (deps.checkClientSecret(this.clientId, actual, DECOY, requestId), false);
     return deps.checkClientSecret(this.clientId, actual, metadataDigests(this as { clientSecret: string }), requestId);
   } as never;

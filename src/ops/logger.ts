@@ -121,6 +121,6 @@ export function errorLog(logger: Logger): (error: unknown, ctx?: Context) => voi
       return;
     }
     // The request's access line, with the same request_id, names its route and status.
-    logger.error({ err: error, request_id: (ctx.state as { requestId?: string }).requestId, method: ctx.method }, 'request failed');
+    logger.error({ err: error, request_id: ctx.state.requestId, method: ctx.method }, 'request failed');
   };
 }

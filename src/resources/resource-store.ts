@@ -9,10 +9,11 @@
  *
  * @example const resource = await resources.find('https://mcp.example.com/');
  */
-import type { AuditContext, AuditLog } from '../audit/audit-log.js';
+import type { AuditContext } from '../audit/audit-log.js';
+import type { ChangeTransaction } from '../audit/records.js';
 import type { PrismaClient, ResourceServer } from '../generated/prisma/client.js';
-import { matchKey, resourceDeclaration, ResourceInputError, resourceUriProblem } from '../config/resources.js';
-import type { ResourceDeclaration } from '../config/resources.js';
+import { matchKey, resourceDeclaration, ResourceInputError, resourceUriProblem } from './resource-declaration.js';
+import type { ResourceDeclaration } from './resource-declaration.js';
 import { memoised } from '../store/request-state.js';
 
 export interface Resource extends ResourceDeclaration {
@@ -36,7 +37,7 @@ const fromRow = (row: ResourceServer): Resource => ({
   uri: row.uri, name: row.name, scopes: row.scopes, accessTokenTtl: row.accessTokenTtl, source: 'database', createdAt: row.createdAt,
 });
 
-export function createResourceStore({ prisma, configured, audit }: { prisma: PrismaClient; configured: readonly ResourceDeclaration[]; audit: AuditLog }): ResourceStore {
+export function createResourceStore({ prisma, configured, changes }: { prisma: PrismaClient; configured: readonly ResourceDeclaration[]; changes: ChangeTransaction }): ResourceStore {
   const fromConfiguration = new Map(configured.map((declared): [string, Resource] => [matchKey(declared.uri), { ...declared, source: 'configuration', createdAt: undefined }]));
   // The unique index on regexp_replace(uri, '/$', '') serves this lookup (migration 20261127210000).
   // Once per request: an authorization request's glue and the provider both ask (store/request-state.ts).
@@ -62,7 +63,7 @@ export function createResourceStore({ prisma, configured, audit }: { prisma: Pri
       const declared = resourceDeclaration(input);
       const key = matchKey(declared.uri);
       if (fromConfiguration.has(key)) throw new ResourceInputError(`${declared.uri} is declared in RESOURCES already`);
-      return audit.within((write) => prisma.$transaction(async (tx) => {
+      return changes(async (tx, record) => {
         const existing = await tx.$queryRaw<{ uri: string }[]>`SELECT uri FROM resource_servers WHERE regexp_replace(uri, '/$', '') = ${key}`;
         if (existing[0]) throw new ResourceInputError(`${existing[0].uri} is declared already (resources:remove it first to change it)`);
         const row = await tx.resourceServer.create({ data: { uri: declared.uri, name: declared.name, scopes: [...declared.scopes], accessTokenTtl: declared.accessTokenTtl } })
@@ -71,21 +72,21 @@ export function createResourceStore({ prisma, configured, audit }: { prisma: Pri
             if ((error as { code?: unknown }).code === 'P2002') throw new ResourceInputError(`${declared.uri} is declared already`);
             throw error;
           });
-        await write(tx, 'resource.added', { detail: { uri: row.uri, name: row.name, scopes: row.scopes, access_token_ttl: row.accessTokenTtl } }, context);
+        await record.audit('resource.added', { detail: { uri: row.uri, name: row.name, scopes: row.scopes, access_token_ttl: row.accessTokenTtl } }, context);
         return fromRow(row);
-      }));
+      });
     },
     async remove(uri, context) {
       const key = matchKey(uri);
       if (fromConfiguration.has(key)) throw new ResourceInputError(`${fromConfiguration.get(key)!.uri} is declared in the RESOURCES variable: remove it there`);
-      return audit.within((write) => prisma.$transaction(async (tx) => {
+      return changes(async (tx, record) => {
         const [row] = await tx.$queryRaw<ResourceServer[]>`
           DELETE FROM resource_servers WHERE regexp_replace(uri, '/$', '') = ${key}
           RETURNING uri, name, scopes, access_token_ttl AS "accessTokenTtl", created_at AS "createdAt"`;
         if (!row) return undefined;
-        await write(tx, 'resource.removed', { detail: { uri: row.uri, name: row.name } }, context);
+        await record.audit('resource.removed', { detail: { uri: row.uri, name: row.name } }, context);
         return fromRow(row);
-      }));
+      });
     },
   };
 }

@@ -6,7 +6,7 @@
  * |------------------------------|--------------------------------------------------------------------|
  * | a token or a code            | its grant, its user, its client, whether that client has webhooks   |
  * | a client, on a token request | the code or refresh token the form names, with all of the above    |
- * | a client, otherwise          | what the login session points at: its user and its grant for that client |
+ * | a client, otherwise          | what the login session points at: its user, its grant for that client, its record of that client |
  * | a user by id                 | —                                                                  |
  *
  * With `byTurn`, the lookups that requests make in one turn of the event loop share one
@@ -34,7 +34,16 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 type Json = Record<string, unknown>;
 
+/** The provider-model type of a login session's record of an application it signed in to (oidc/session-end.ts). */
+export const SESSION_CLIENT = 'SessionClient';
+
+/** The id of that record: one per session and client. */
+export const sessionClientId = (sessionUid: string, clientId: string) => `${sessionUid}.${clientId}`;
+
 interface Related { g_payload: ModelRow['payload'] | null; g_expires_ms: number | null; g_consumed_s: number | null; user: Json | null; client: Json | null; client_has_webhooks: boolean }
+
+/** A client's row also brings its session's record of it. */
+interface ClientRow extends Related { s_payload: ModelRow['payload'] | null; s_expires_ms: number | null; s_consumed_s: number | null }
 
 /**
  * A row read as JSON (`to_jsonb`) in the shape Prisma gives it: snake_case columns to camelCase
@@ -79,7 +88,7 @@ export type HotReads = ReturnType<typeof createHotReads>;
 export function createHotReads(sql: HotSql, { byTurn = false }: { byTurn?: boolean } = {}) {
   const models = reader<{ type: string; id: string }, ModelRow>(sql, FIND_MODELS, byTurn);
   const tokens = reader<{ type: string; id: string }, ModelRow & Related>(sql, FIND_TOKENS, byTurn);
-  const clients = reader<{ client_id: string; account_id: string | null; grant_id: string | null }, Related>(sql, FIND_CLIENTS, byTurn);
+  const clients = reader<{ client_id: string; account_id: string | null; grant_id: string | null; session_client_id: string | null }, ClientRow>(sql, FIND_CLIENTS, byTurn);
   const users = reader<{ id: string }, { user: Json }>(sql, FIND_USERS, byTurn);
 
   /** A model instance by id (null: absent); a token or code brings its grant, user and client along. */
@@ -93,7 +102,7 @@ export function createHotReads(sql: HotSql, { byTurn = false }: { byTurn?: boole
     });
   }
 
-  /** A client by id; on a token request its code or refresh token comes along, else its login session's user and grant. */
+  /** A client by id; on a token request its code or refresh token comes along, else its login session's user, grant and record of it. */
   function findClient(clientId: string): Promise<Client | null> {
     return memoised((state) => state.clients, clientId, async () => {
       const state = currentState();
@@ -108,8 +117,10 @@ export function createHotReads(sql: HotSql, { byTurn = false }: { byTurn?: boole
       const accountId = typeof session?.accountId === 'string' && UUID.test(session.accountId) ? session.accountId : null;
       const grantId = session?.authorizations?.[clientId]?.grantId;
       const grant = typeof grantId === 'string' && storable(grantId) ? grantId : null;
-      const row = (await clients({ client_id: clientId, account_id: accountId, grant_id: grant }))!;
+      const recordId = typeof session?.uid === 'string' && storable(session.uid) ? sessionClientId(session.uid, clientId) : null;
+      const row = (await clients({ client_id: clientId, account_id: accountId, grant_id: grant, session_client_id: recordId }))!;
       remember({ clientId, ...(accountId ? { accountId } : {}), ...(grant ? { grantId: grant } : {}) }, row);
+      if (state && recordId) state.models.set(modelKey(SESSION_CLIENT, recordId), row.s_payload ? { payload: row.s_payload, expires_ms: row.s_expires_ms, consumed_s: row.s_consumed_s } : null);
       return state ? state.clients.get(clientId)! : (row.client ? asModel<Client>(row.client) : null);
     });
   }

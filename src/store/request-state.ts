@@ -10,6 +10,10 @@
  * leaves; what a write makes true (an audit line, a metric, a webhook worker woken) runs only once
  * it committed (`Writes.committed`).
  *
+ * What the request's envelope learns before this state begins (its id, its client's address, the
+ * client it is about) is Koa's `ctx.state`, typed once here too ({@link RequestFacts}), so no file
+ * reads another's value through a cast.
+ *
  * @example koa.use(requestState(guard, send)); … currentState()?.writes.consumes.push(…)
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
@@ -17,6 +21,27 @@ import type { Context, Middleware } from 'koa';
 import { StoreUnavailableError } from '../errors.js';
 import type { Client, ResourceServer, User } from '../generated/prisma/client.js';
 import type { StoreGuard } from './store-failure.js';
+
+/**
+ * What the envelope's middleware learn of a request, for those after them: Koa's `ctx.state`,
+ * each field written by one file and read through this type.
+ */
+export interface RequestFacts {
+  /** The request's id: its access line's `request_id` and its audit rows' (http/access-log.ts). */
+  requestId?: string;
+  /** The client the request is about where the provider does not know it (http/access-log.ts `noteClient`). */
+  clientId?: string;
+  /** The client's address, and the key the limits count it by, worked out once (http/client-address.ts). */
+  clientAddress?: string;
+  clientKey?: string;
+  /** The client the webhooks API authenticated before reading the body (ui/webhooks-api.ts). */
+  webhooksClient?: Client;
+}
+
+declare module 'koa' {
+  // Koa's own way to type `ctx.state` for every middleware.
+  interface DefaultState extends RequestFacts {}
+}
 
 /** A provider model's row as the hot reads answer it (times as epoch numbers). */
 export interface ModelRow {
@@ -100,6 +125,19 @@ export class Writes {
 
 export const modelKey = (type: string, id: string) => `${type}\0${id}`;
 
+/** The login session a request carries, as far as its client lookup reads it. */
+export interface CarriedSession {
+  uid?: unknown;
+  accountId?: unknown;
+  authorizations?: Record<string, { grantId?: unknown }>;
+}
+
+/** The code or refresh token a token request names. */
+export interface LookAhead {
+  readonly type: 'AuthorizationCode' | 'RefreshToken';
+  readonly id: string;
+}
+
 export class RequestState {
   /** Provider models read (null: known absent), by {@link modelKey}. */
   readonly models = new Map<string, ModelRow | null>();
@@ -107,14 +145,14 @@ export class RequestState {
   readonly clients = new Map<string, Client | null>();
   /** Declared resource servers read (undefined: none), by their URI without a trailing slash. */
   readonly resourceServers = new Map<string, ResourceServer | undefined>();
-  /** Whether a client has an enabled webhook endpoint, read with the client. */
+  /** Whether a client has an enabled webhook endpoint, read with the client (store/hot-reads.ts); audit/records.ts writes no event for one without. */
   readonly clientHasWebhooks = new Map<string, boolean>();
   /** What Redis answered for a key (an instance's fields, the id an index names). */
   readonly redis = new Map<string, unknown>();
-  /** The login session the request carries (the client read also brings its user and grant). */
-  session: { accountId?: unknown; authorizations?: Record<string, { grantId?: unknown }> } | undefined;
-  /** What a token request looks up once its client is known: read together with the client. */
-  lookAhead: { readonly type: string; readonly id: string } | undefined;
+  /** The login session the request carries (oidc/adapter.ts): the client read also brings its user, its grant and its record of the client (store/hot-reads.ts). */
+  session: CarriedSession | undefined;
+  /** What a token request looks up once its client is known (oidc/token-endpoint.ts): read together with the client (store/hot-reads.ts). */
+  lookAhead: LookAhead | undefined;
   writes = new Writes();
 
   constructor(readonly send: WriteSender) {}

@@ -35,17 +35,19 @@ LEFT JOIN LATERAL (SELECT * FROM users WHERE users.id = CASE WHEN m.payload->>'a
 LEFT JOIN clients c ON c.client_id = m.payload->>'clientId'` } as const;
 
 /**
- * Clients by id, each with what a login session of the request points at: its user and its
- * grant for that client (a silent authorization asks for them next).
+ * Clients by id, each with what a login session of the request points at: its user, its grant
+ * for that client (a silent authorization asks for them next) and its record of having signed
+ * in to that client (oidc/session-end.ts: written again only when it would change).
  */
 export const FIND_CLIENTS = { name: 'find_clients', text: `
 SELECT k.n, to_jsonb(c) AS client,
   EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.client_id = k.client_id AND e.enabled) AS client_has_webhooks,
   (SELECT to_jsonb(u) FROM users u WHERE u.id = k.account_id) AS "user",
-  ${MODEL('g', 'g_')}
-FROM ${KEYS('client_id text, account_id uuid, grant_id text')}
+  ${MODEL('g', 'g_')}, ${MODEL('s', 's_')}
+FROM ${KEYS('client_id text, account_id uuid, grant_id text, session_client_id text')}
 LEFT JOIN clients c ON c.client_id = k.client_id
-LEFT JOIN oidc_models g ON g.type = 'Grant' AND g.id = k.grant_id` } as const;
+LEFT JOIN oidc_models g ON g.type = 'Grant' AND g.id = k.grant_id
+LEFT JOIN oidc_models s ON s.type = 'SessionClient' AND s.id = k.session_client_id` } as const;
 
 /** Users by id. */
 export const FIND_USERS = { name: 'find_users', text: `SELECT k.n, to_jsonb(u) AS "user" FROM ${KEYS('id uuid')} JOIN users u ON u.id = k.id` } as const;

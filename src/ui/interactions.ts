@@ -15,9 +15,8 @@ import { noteClient } from '../http/access-log.js';
 import type { User, UserStore } from '../accounts/user-store.js';
 import type { LoginGuard } from '../accounts/login-guard.js';
 import { ANONYMOUS, userActor } from '../audit/audit-log.js';
+import type { Records } from '../audit/records.js';
 import { requestContext } from '../http/audit-context.js';
-import type { AuditLog } from '../audit/audit-log.js';
-import { currentState } from '../store/request-state.js';
 import { INTERACTION_PATHS } from '../oidc/routes.js';
 import type { ConsentRequest, ConsentView } from './consent-view.js';
 import { checkCsrf, csrfToken } from './csrf.js';
@@ -32,20 +31,15 @@ export interface InteractionDependencies {
   findUser: (id: string) => Promise<User | null>;
   /** Brute-force protection of the login form. */
   guard: LoginGuard;
-  /** Sign-ins and consent decisions are audited (`login.*`, `consent.granted`, `consent.denied`). */
-  audit: AuditLog;
+  /**
+   * Sign-ins and consent decisions are audited (`login.*`, `consent.granted`, `consent.denied`);
+   * a refusal is announced (`authorization.denied`; an approval is the provider's event).
+   */
+  records: Pick<Records, 'request' | 'alone'>;
   views: Views;
   body: Middleware;
-  /** Told of each refusal (webhooks: authorization.denied; approvals are the provider's event). */
-  onDenied: (denial: AuthorizationDenial) => Promise<void>;
   /** What the consent page says of the request (ui/consent-view.ts). */
   consent: (request: ConsentRequest) => Promise<ConsentView>;
-}
-
-/** A refusal, as the client may learn of it: which client, never who refused (webhooks/events.ts). */
-export interface AuthorizationDenial {
-  clientId: string;
-  clientName: string;
 }
 
 /** A sign-in step that has ended (finished in another tab, gone Back to, expired after 1 hour). */
@@ -63,7 +57,7 @@ async function current<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
-export function interactionRoutes({ provider, users, findUser, guard, audit, views, body, onDenied, consent }: InteractionDependencies): Router {
+export function interactionRoutes({ provider, users, findUser, guard, records, views, body, consent }: InteractionDependencies): Router {
   const router = new Router({ prefix: INTERACTION_PATHS });
 
   async function details(ctx: Context, expected?: 'login' | 'consent') {
@@ -101,7 +95,7 @@ export function interactionRoutes({ provider, users, findUser, guard, audit, vie
     const username = field(ctx, 'username');
     const password = field(ctx, 'password');
     const place = { page: 'login', clientId: String(interaction.params.client_id) } as const;
-    const outcome = await signIn(ctx, { guard, users, audit }, place, username, password);
+    const outcome = await signIn(ctx, { guard, users, records }, place, username, password);
     if (outcome.user) return finish(ctx, { login: { accountId: outcome.user.id } }, false);
     return loginPage(ctx, { uid: interaction.uid, clientName, username, error: outcome.error }, outcome.status);
   });
@@ -123,10 +117,7 @@ export function interactionRoutes({ provider, users, findUser, guard, audit, vie
     const fields = { user: grant.accountId, client: grant.clientId, detail: { scope: grant.getOIDCScope() } };
     // The row goes with the grant it records: the grant's save waits in the request's writes
     // (oidc/adapter.ts), and so does the row, so both are stored or neither.
-    const state = currentState();
-    const context = requestContext(ctx, userActor(grant.accountId!));
-    if (state) audit.add(state.writes, 'consent.granted', fields, context);
-    else await audit.record('consent.granted', fields, context);
+    await records.request((record) => { record.audit('consent.granted', fields, requestContext(ctx, userActor(grant.accountId!))); });
     await finish(ctx, { consent: { grantId: savedGrantId } }, true);
   });
 
@@ -136,9 +127,12 @@ export function interactionRoutes({ provider, users, findUser, guard, audit, vie
     const { interaction, clientName } = await details(ctx);
     const clientId = String(interaction.params.client_id);
     const accountId = interaction.session?.accountId;
-    await onDenied({ clientId, clientName });
     const fields = { user: accountId, client: clientId, detail: { prompt: interaction.prompt.name } };
-    await audit.record('consent.denied', fields, requestContext(ctx, accountId ? userActor(accountId) : ANONYMOUS));
+    await records.request((record) => {
+      // A refusal names no one (webhooks/events.ts): the client learns nothing of a user who says no.
+      record.event('authorization.denied', { client_id: clientId, client_name: clientName });
+      record.audit('consent.denied', fields, requestContext(ctx, accountId ? userActor(accountId) : ANONYMOUS));
+    });
     await finish(ctx, { error: 'access_denied', error_description: 'the user denied the request' }, false);
   });
 

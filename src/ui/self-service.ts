@@ -1,6 +1,6 @@
 /**
  * What users do to their own accounts (docs/accounts.md), each one transaction with its audit rows
- * and webhook events (webhooks/audited-changes.ts):
+ * and webhook events (audit/records.ts `change`):
  *
  * | action              | change                                                              | audit, events                                   |
  * |---------------------|---------------------------------------------------------------------|-------------------------------------------------|
@@ -25,7 +25,7 @@ import type { PrismaClient } from '../generated/prisma/client.js';
 import { enqueueMail } from '../mail/mail-outbox.js';
 import { endUserSessions } from '../oidc/session-end.js';
 import type { SessionEnd } from '../oidc/session-end.js';
-import type { ChangeTransaction } from '../webhooks/audited-changes.js';
+import type { ChangeTransaction } from '../audit/records.js';
 
 export interface SelfService {
   /** Sets a new password; ends every session, at `at` (sign this browser in after it). */
@@ -66,35 +66,35 @@ export function createSelfService(deps: SelfServiceDependencies): SelfService {
     async changePassword(user, password, context) {
       const passwordHash = await deps.users.hashNewPassword(password); // argon2 before the transaction
       const at = clock();
-      await ending(() => changes(async (tx, raise, audit) => {
+      await ending(() => changes(async (tx, record) => {
         await tx.user.update({ where: { id: user.id }, data: { passwordHash } });
-        await audit('user.password_changed', about(user), context);
+        await record.audit('user.password_changed', about(user), context);
         // A session taken with the old password (a stolen cookie) ends with it.
-        await endUserSessions(deps.sessions, tx, raise, audit, user, { reason: 'password_changed', at }, context);
+        await endUserSessions(deps.sessions, tx, record, user, { reason: 'password_changed', at }, context);
       }));
       return { at };
     },
     async signOutEverywhere(user, context) {
-      await ending(() => changes((tx, raise, audit) => endUserSessions(deps.sessions, tx, raise, audit, user, { reason: 'signed_out_everywhere', revokeOnline: 'signed_out_everywhere' }, context)));
+      await ending(() => changes((tx, record) => endUserSessions(deps.sessions, tx, record, user, { reason: 'signed_out_everywhere', revokeOnline: 'signed_out_everywhere' }, context)));
     },
     requestVerification(user, context) {
       const now = clock();
-      return queue(() => changes(async (tx, _raise, audit) => {
+      return queue(() => changes(async (tx, record) => {
         await enqueueMail(tx, { kind: 'email_verification', recipient: user.email, userId: user.id }, new Date(now.getTime() + deps.mail.emailVerificationTtlMs), now);
-        await audit('user.email_verification_requested', about(user), context);
+        await record.audit('user.email_verification_requested', about(user), context);
       }));
     },
     requestReset(address, context) {
       const now = clock();
-      return queue(() => changes(async (tx, _raise, audit) => {
+      return queue(() => changes(async (tx, record) => {
         await enqueueMail(tx, { kind: 'password_reset', recipient: address }, new Date(now.getTime() + deps.mail.passwordResetTtlMs), now);
-        await audit('user.password_reset_requested', { detail: { email: address } }, context);
+        await record.audit('user.password_reset_requested', { detail: { email: address } }, context);
       }));
     },
     checkReset: (token) => checkToken(deps.prisma, token, 'password_reset', clock()),
     completeReset(token, passwordHash, context) {
       const now = clock();
-      return ending(() => changes(async (tx, raise, audit) => {
+      return ending(() => changes(async (tx, record) => {
         const used = await useToken(tx, token, 'password_reset', now);
         if ('refused' in used) return used;
         const user = await tx.user.findUniqueOrThrow({ where: { id: used.userId } });
@@ -104,10 +104,10 @@ export function createSelfService(deps: SelfServiceDependencies): SelfService {
         const clients = await tx.$queryRaw<{ client_id: string; client_name: string | null }[]>`
           SELECT DISTINCT g.payload->>'clientId' AS client_id, c.client_name FROM oidc_models g LEFT JOIN clients c ON c.client_id = g.payload->>'clientId'
           WHERE g.type = 'Grant' AND g.payload->>'accountId' = ${user.id}`;
-        await audit('user.password_reset', about(user), context);
-        const { revoked } = await endUserSessions(deps.sessions, tx, raise, audit, user, { reason: 'password_reset', revokeOnline: 'password_reset', at: now }, context);
+        await record.audit('user.password_reset', about(user), context);
+        const { revoked } = await endUserSessions(deps.sessions, tx, record, user, { reason: 'password_reset', revokeOnline: 'password_reset', at: now }, context);
         for (const { client_id: clientId, client_name: clientName } of clients) {
-          await raise('user.password_reset', {
+          await record.event('user.password_reset', {
             client_id: clientId, client_name: clientName ?? clientId, username: user.username, grant_revoked: revoked.some((r) => r.clientId === clientId),
           });
         }
@@ -116,17 +116,17 @@ export function createSelfService(deps: SelfServiceDependencies): SelfService {
     },
     verifyEmail(token, context) {
       const now = clock();
-      return changes(async (tx, _raise, audit) => {
+      return changes(async (tx, record) => {
         const used = await useToken(tx, token, 'email_verification', now);
         if ('refused' in used) return used;
         const user = await tx.user.update({ where: { id: used.userId }, data: { emailVerified: true } });
-        await audit('user.email_verified', about(user), context);
+        await record.audit('user.email_verified', about(user), context);
         return used;
       });
     },
     refused(check, purpose, context) {
-      return changes(async (_tx, _raise, audit) => {
-        await audit('user.link_refused', { user: check.userId, detail: { purpose, reason: check.refused } }, context);
+      return changes(async (_tx, record) => {
+        await record.audit('user.link_refused', { user: check.userId, detail: { purpose, reason: check.refused } }, context);
       });
     },
   };

@@ -108,7 +108,7 @@ export function settingsRoutes(deps: SettingsDependencies): { GET: Middleware; P
 
     if (action === 'sign_in') {
       const clientId = field(ctx, 'client_id').trim();
-      const client = await authenticateClient(deps.findClient, deps.checkSecret, { clientId, clientSecret: field(ctx, 'client_secret'), requestId: ctx.state.requestId as string | undefined });
+      const client = await authenticateClient(deps.findClient, deps.checkSecret, { clientId, clientSecret: field(ctx, 'client_secret'), requestId: ctx.state.requestId });
       if (!client) return signInPage(ctx, { clientId, error: 'Unknown client_id or wrong client_secret.' }, 401);
       noteClient(ctx, client.clientId);
       startSettingsSession(ctx, client, clock());

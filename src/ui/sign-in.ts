@@ -5,7 +5,7 @@
  * all read "Incorrect username or password." (OWASP Authentication Cheat Sheet, "Authentication
  * and Error Messages"); only the audit trail tells them apart (`login.failed`, `detail.reason`).
  *
- * @example const outcome = await signIn(ctx, { guard, users, audit }, { page: 'login', clientId }, username, password);
+ * @example const outcome = await signIn(ctx, { guard, users, records }, { page: 'login', clientId }, username, password);
  */
 import type { Context } from 'koa';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -13,8 +13,10 @@ import { deviceCookieValue, trustedDevice } from '../accounts/login-guard.js';
 import type { LoginGuard } from '../accounts/login-guard.js';
 import type { LoginCheck, User, UserStore } from '../accounts/user-store.js';
 import { ANONYMOUS, userActor } from '../audit/audit-log.js';
+import type { AuditEventName } from '../audit/audit-events.js';
+import type { AuditFields } from '../audit/audit-log.js';
+import type { Records } from '../audit/records.js';
 import { requestContext } from '../http/audit-context.js';
-import type { AuditLog } from '../audit/audit-log.js';
 import { clientKey } from '../http/client-address.js';
 import { renewCsrf } from './csrf.js';
 
@@ -23,7 +25,8 @@ const WRONG_CREDENTIALS = 'Incorrect username or password.';
 export interface SignInDependencies {
   guard: LoginGuard;
   users: Pick<UserStore, 'checkLogin' | 'findByUsername'>;
-  audit: AuditLog;
+  /** Each attempt's row is written at once, whatever the request does next. */
+  records: Pick<Records, 'alone'>;
 }
 
 /** Where a sign-in happens, for the audit trail: the page, and on the login page the client being authorized. */
@@ -77,11 +80,12 @@ export async function signIn(ctx: Context, deps: SignInDependencies, place: Sign
     return check.outcome === 'accepted' ? check.user : undefined;
   });
   const { check } = seen;
+  const audit = (event: AuditEventName, fields: AuditFields, actor: string) => deps.records.alone((record) => record.audit(event, fields, requestContext(ctx, actor)));
   const named = result.outcome === 'blocked' ? await deps.users.findByUsername(username) : check && 'user' in check ? check.user : undefined;
   const fields = { user: named?.id, client: place.clientId, detail: { page: place.page, ...(named ? { username: named.username } : {}) } };
   if (result.outcome === 'success') {
     await afterEndedSessions(result.value);
-    await deps.audit.record('login.succeeded', fields, requestContext(ctx, userActor(result.value.id)));
+    await audit('login.succeeded', fields, userActor(result.value.id));
     renewCsrf(ctx); // a token from before the sign-in is worth nothing after it (ui/csrf.ts)
     ctx.cookies.set(deviceCookie(ctx), deviceCookieValue(username), {
       signed: true, httpOnly: true, sameSite: 'lax', secure: ctx.secure, path: '/', maxAge: DEVICE_COOKIE_DAYS * 24 * 3600 * 1000,
@@ -89,11 +93,11 @@ export async function signIn(ctx: Context, deps: SignInDependencies, place: Sign
     return { user: result.value };
   }
   if (result.outcome === 'blocked') {
-    await deps.audit.record('login.blocked', { ...fields, detail: { ...fields.detail, retry_after: result.retryAfter } }, requestContext(ctx, ANONYMOUS));
+    await audit('login.blocked', { ...fields, detail: { ...fields.detail, retry_after: result.retryAfter } }, ANONYMOUS);
     ctx.set('Retry-After', String(result.retryAfter));
     return { status: 429, error: tooManyFailures(result.retryAfter) };
   }
-  await deps.audit.record('login.failed', { ...fields, detail: { ...fields.detail, reason: check?.outcome } }, requestContext(ctx, ANONYMOUS));
+  await audit('login.failed', { ...fields, detail: { ...fields.detail, reason: check?.outcome } }, ANONYMOUS);
   if (result.retryAfter !== undefined) {
     ctx.set('Retry-After', String(result.retryAfter));
     return { status: 429, error: `${WRONG_CREDENTIALS} ${tooManyFailures(result.retryAfter)}` };

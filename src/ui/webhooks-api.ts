@@ -71,7 +71,7 @@ export function webhooksApi({ findClient, checkSecret, webhooks, body }: Webhook
 
   async function authenticate(ctx: Context): Promise<Client> {
     const credentials = basicCredentials(ctx.get('authorization'));
-    const client = credentials && await authenticateClient(findClient, checkSecret, { ...credentials, requestId: ctx.state.requestId as string | undefined });
+    const client = credentials && await authenticateClient(findClient, checkSecret, { ...credentials, requestId: ctx.state.requestId });
     if (!client) {
       ctx.set('WWW-Authenticate', 'Basic realm="webhooks", charset="UTF-8"');
       throw new ServiceError('invalid_client', 'authenticate with HTTP Basic client_id:client_secret');
@@ -117,8 +117,8 @@ export function webhooksApi({ findClient, checkSecret, webhooks, body }: Webhook
   // send a form or a body-less POST with them, but not application/json without a CORS preflight,
   // which this path never grants.
   const authenticated: Middleware = async (ctx, next) => {
-    ctx.state.client = await authenticate(ctx);
-    noteClient(ctx, (ctx.state.client as Client).clientId);
+    const client = ctx.state.webhooksClient = await authenticate(ctx);
+    noteClient(ctx, client.clientId);
     if (ctx.request.type !== 'application/json') {
       ctx.set('Cache-Control', 'no-store');
       throw new ServiceError('invalid_request', 'send every POST as Content-Type: application/json (an empty body is fine for ?action=…)');
@@ -127,7 +127,7 @@ export function webhooksApi({ findClient, checkSecret, webhooks, body }: Webhook
   };
 
   const post = compose<Context>([authenticated, body, (ctx) => handle(ctx, async () => {
-    const client = ctx.state.client as Client;
+    const client = ctx.state.webhooksClient!;
     const id = query(ctx, 'id');
     const action = query(ctx, 'action');
     if (!id) {

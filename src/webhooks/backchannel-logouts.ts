@@ -1,7 +1,7 @@
 /**
  * Back-channel logout deliveries (OpenID Connect Back-Channel Logout 1.0 §2.5): a durable outbox
  * of its own (`backchannel_logouts`, one message a client to tell), sent by the webhook delivery
- * worker, so with the webhooks' leases, retry schedule (retry-schedule.ts: the first retry after
+ * worker, so with the webhooks' leases, retry schedule (outbox/retry-schedule.ts: the first retry after
  * about WEBHOOK_RETRY_BASE_MS) and outbound guard (WEBHOOK_ALLOW_PRIVATE_NETWORKS). Each attempt
  * POSTs `logout_token=<JWT>` as a form (§2.5), the token signed afresh by `logoutToken` (its
  * `iat`, `exp` and `jti` are the attempt's). 2xx delivered; anything else (410 included: a client

@@ -1,29 +1,22 @@
 /**
- * The delivery worker, one per app process. It claims due messages from the outbox, sends
- * each (signed afresh, see signing.ts), and records the outcome: 2xx delivered; 410 disables
- * the endpoint; anything else is retried on the schedule of retry-schedule.ts, then failed.
- * It wakes at once when this process raises an event, and otherwise when the next pending
- * message falls due, at least every `pollMs` (other instances' events, expired leases).
- * Back-channel logout tokens go through the same worker over an outbox of their own
- * (backchannel-logouts.ts), with `prepare` making each attempt's request.
+ * The delivery worker, one per app process: the outbox worker (outbox/worker.ts: claims with a
+ * lease, wakes, stops) whose attempt is an HTTP request. Each message is sent (signed afresh, see
+ * signing.ts) and its outcome recorded: 2xx delivered; 410 disables the endpoint; anything else
+ * is retried on the schedule of outbox/retry-schedule.ts, then failed. Back-channel logout tokens
+ * go through the same worker over an outbox of their own (backchannel-logouts.ts), with `prepare`
+ * making each attempt's request.
  *
  * @example const worker = createDeliveryWorker({ outbox, clock, ... }); worker.start(); await worker.stop();
  */
-import { AsyncResource } from 'node:async_hooks';
-import { randomUUID } from 'node:crypto';
+import { retryDelayMs } from '../outbox/retry-schedule.js';
+import { createOutboxWorker } from '../outbox/worker.js';
+import type { OutboxWorker } from '../outbox/worker.js';
 import type { Claimed, Outbox, Outcome } from './outbox.js';
-import { retryDelayMs } from './retry-schedule.js';
 import type { AttemptResult } from './send.js';
 import { signedHeaders, signingSecrets } from './signing.js';
 import type { NetworkPolicy } from '../outbound/ssrf-guard.js';
 
-export interface DeliveryWorker {
-  start(): void;
-  /** Runs a cycle now (an event was just written). */
-  wake(): void;
-  /** Stops claiming, aborts attempts in flight and gives their messages back. */
-  stop(): Promise<void>;
-}
+export type DeliveryWorker = OutboxWorker;
 
 /** A message as claimed: where it goes and how often it was tried. */
 export interface Message {
@@ -86,104 +79,23 @@ function webhookRequest(message: Claimed, at: Date): AttemptRequest {
 
 export function createDeliveryWorker<M extends Message = Claimed>(deps: WorkerDependencies<M>): DeliveryWorker {
   const prepare = deps.prepare ?? (webhookRequest as unknown as (message: M, at: Date) => AttemptRequest);
-  const { outbox, clock, log } = deps;
+  const { outbox, clock } = deps;
   const timeoutMs = deps.attemptTimeoutMs ?? 10_000;
-  const pollMs = deps.pollMs ?? 1000;
-  const concurrency = deps.concurrency ?? 8;
-  const leaseMs = deps.leaseMs ?? timeoutMs * 6;
-  const owner = randomUUID();
-  const inFlight = new Map<string, { abort: AbortController; done: Promise<void> }>();
-  let timer: NodeJS.Timeout | undefined;
-  let cycle: Promise<void> | undefined;
-  let again = false;
-  let started = false;
-  let stopped = false;
-
-  function schedule(delayMs: number) {
-    if (stopped) return;
-    clearTimeout(timer);
-    timer = setTimeout(runDetached, Math.max(0, delayMs));
-    timer.unref();
-  }
-
-  function run() {
-    if (stopped) return;
-    if (cycle) {
-      again = true;
-      return;
-    }
-    cycle = claimAndSend()
-      .catch((error) => { log(error); })
-      .finally(() => {
-        cycle = undefined;
-        if (again) {
-          again = false;
-          schedule(0);
-        }
-      });
-  }
-
-  // Woken from a request, the worker still runs in its own async context (the one it was made
-  // in), not the request's: it outlives the request and is none of its work.
-  const runDetached = AsyncResource.bind(run);
-
-  async function claimAndSend() {
-    const free = concurrency - inFlight.size;
-    if (free > 0) {
+  return createOutboxWorker<M>({
+    outbox,
+    clock,
+    log: deps.log,
+    leaseMs: deps.leaseMs ?? timeoutMs * 6,
+    ...(deps.pollMs !== undefined ? { pollMs: deps.pollMs } : {}),
+    ...(deps.concurrency !== undefined ? { concurrency: deps.concurrency } : {}),
+    async attempt(message, owner, signal) {
+      const request = await prepare(message, clock());
+      const result = await deps.send(request, deps.policy, timeoutMs, signal);
+      if (signal.aborted) return; // shutting down: the message is released untried, not counted
       const now = clock();
-      const claimed = await outbox.claim(owner, free, now, new Date(now.getTime() + leaseMs));
-      if (stopped) return; // stop() releases what was just claimed
-      for (const message of claimed) launch(message);
-      if (claimed.length === free) again = true;
-    }
-    if (stopped) return;
-    const due = await outbox.nextDue();
-    const wait = due ? due.getTime() - clock().getTime() : pollMs;
-    // A message due now but not claimable (leased elsewhere, or all slots busy) is retried soon, not in a spin.
-    schedule(Math.min(pollMs, Math.max(inFlight.size >= concurrency ? pollMs : 25, wait)));
-  }
-
-  function launch(message: M) {
-    const abort = new AbortController();
-    const done = attempt(message, abort.signal)
-      .catch((error) => { log(error); })
-      .finally(() => {
-        inFlight.delete(message.id);
-        run();
-      });
-    inFlight.set(message.id, { abort, done });
-  }
-
-  async function attempt(message: M, signal: AbortSignal) {
-    const request = await prepare(message, clock());
-    const result = await deps.send(request, deps.policy, timeoutMs, signal);
-    if (stopped) return; // shutting down: the message is released untried, not counted
-    const now = clock();
-    const outcome = outcomeOf(result, message.attempts + 1, deps.retryBaseMs, now);
-    await outbox.record(owner, message.id, outcome, now);
-    deps.onOutcome?.(outcome.status);
-  }
-
-  return {
-    start() {
-      if (started || stopped) return;
-      started = true;
-      schedule(0);
+      const outcome = outcomeOf(result, message.attempts + 1, deps.retryBaseMs, now);
+      await outbox.record(owner, message.id, outcome, now);
+      deps.onOutcome?.(outcome.status);
     },
-    wake() {
-      if (!started) return;
-      // A cycle under way may have claimed before the new message was committed, and its closing
-      // schedule() would replace a timer set now: have it run once more instead.
-      if (cycle) again = true;
-      else schedule(0);
-    },
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      for (const { abort } of inFlight.values()) abort.abort();
-      await cycle;
-      await Promise.allSettled([...inFlight.values()].map((flight) => flight.done));
-      if (started) await outbox.release(owner).catch(log);
-    },
-  };
+  });
 }

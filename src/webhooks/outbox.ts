@@ -10,6 +10,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Prisma, PrismaClient } from '../generated/prisma/client.js';
+import type { Leases } from '../outbox/worker.js';
 import type { OutboxEvent } from '../store/request-state.js';
 import type { WebhookEvent } from './events.js';
 import { PENDING } from './webhook-store.js';
@@ -74,15 +75,10 @@ export type Outcome =
   | { status: 'failed'; statusCode: number | null; error: string }
   | { status: 'gone'; statusCode: 410 };
 
-export interface Outbox<M = Claimed> {
-  /** Leases up to `limit` due messages to `owner` until `leaseUntil`. */
-  claim(owner: string, limit: number, now: Date, leaseUntil: Date): Promise<M[]>;
+/** An outbox of HTTP deliveries: its leases (outbox/worker.ts), and the record of an attempt's outcome. */
+export interface Outbox<M extends { id: string } = Claimed> extends Leases<M> {
   /** Records an attempt of a message this owner holds (no-op if its lease was lost). */
   record(owner: string, id: string, outcome: Outcome, at: Date): Promise<void>;
-  /** Gives back every message this owner holds, untried (shutdown). */
-  release(owner: string): Promise<number>;
-  /** When the next pending message becomes claimable, if any. */
-  nextDue(): Promise<Date | undefined>;
 }
 
 export function createOutbox(prisma: PrismaClient): Outbox {

@@ -8,7 +8,8 @@
  * @example const rotated = await rotateEndpointSecret({ prisma, audit, clock }, clientId, endpointId, 3_600_000, context);
  */
 import type { AuditContext, AuditLog } from '../audit/audit-log.js';
-import { formatGrace, graceEnd } from '../config/durations.js';
+import { graceEnd } from '../clients/secret-grace.js';
+import { formatGrace } from '../config/durations.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import { generateSigningSecret } from './signing.js';
 import { isWellFormedEndpointId } from './webhook-store.js';

@@ -13,7 +13,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import { inGrace } from '../config/durations.js';
+import { inGrace } from '../clients/secret-grace.js';
 
 /** A new endpoint secret: `whsec_` + base64 of 32 random bytes (the spec allows 24-64). */
 export function generateSigningSecret(): string {

@@ -1,28 +1,25 @@
 /**
- * Client webhooks as the rest of the app sees them: raise an event (alone, or inside the
- * transaction of the change that caused it), manage a client's endpoints, read their
- * delivery log, send a test event. Owns the delivery worker of this process.
+ * Client webhooks as the rest of the app sees them: an event's messages added to writes (what
+ * audit/records.ts `Recorder.event` uses), a client's endpoints, their delivery log, a test
+ * event. Owns the delivery worker of this process.
  *
  * An event's messages are written by the write statement (store/statements.ts `WRITE`): in a
  * request with the request's other writes, in a change's transaction with that change, or on
  * their own; the statement finds the subscribed endpoints and the user's name itself.
  *
- * @example const webhooks = createWebhookService({ prisma, send, clock: () => new Date(), policy, retryBaseMs, log, audit });
- *          await webhooks.raise('token.issued', { client_id, client_name, account_id, grant_id, scope });
+ * @example const webhooks = createWebhookService({ prisma, clock: () => new Date(), policy, retryBaseMs, log, audit });
+ *          await records.alone((record) => record.event('token.issued', { client_id, client_name, account_id, grant_id, scope }));
  */
 import type { PrismaClient } from '../generated/prisma/client.js';
 import { clientActor } from '../audit/audit-log.js';
 import type { AuditContext, AuditLog } from '../audit/audit-log.js';
-import { currentState, Writes } from '../store/request-state.js';
-import { writeInTransaction } from '../store/write-sender.js';
-import type { WriteSender } from '../store/write-sender.js';
+import type { Writes } from '../store/request-state.js';
 import { DEFAULT_GRACE_MS } from '../config/durations.js';
 import { createDeliveryWorker } from './delivery.js';
 import type { DeliveryWorker } from './delivery.js';
 import { EVENT_TYPES, isEventType } from './events.js';
 import type { EventData, EventType, WebhookEvent } from './events.js';
 import { createOutbox, enqueue, MAX_ENDPOINTS, newEventId, outboxEvent } from './outbox.js';
-import type { Writer } from './outbox.js';
 import { sendAttempt } from './send.js';
 import { rotateEndpointSecret } from './secret-rotation.js';
 import { generateSigningSecret } from './signing.js';
@@ -40,9 +37,6 @@ export interface RaiseData {
   [field: string]: unknown;
 }
 
-/** Records an event for every subscribed endpoint; inside `withEvents`, in its transaction. */
-export type Raise = (type: EventType, data: RaiseData) => Promise<void>;
-
 export class WebhookInputError extends Error {
   override name = 'WebhookInputError';
 }
@@ -50,16 +44,8 @@ export class WebhookInputError extends Error {
 export { MAX_ENDPOINTS };
 
 export interface WebhookService {
-  /** In a request: joins the request's writes (nothing for a client it read without endpoints); else written at once. */
-  readonly raise: Raise;
   /** Adds the event's messages to `writes`; the worker wakes once they committed with a message. */
   add(writes: Writes, type: EventType, data: RaiseData): void;
-  /**
-   * Runs `change` in one transaction with the events it raises; wakes the worker after commit.
-   * `timeoutMs`: how long the transaction may take (Prisma's default, 5 s, unless given: an
-   * operator ending thousands of grants needs more).
-   */
-  withEvents<T>(change: (tx: Writer, raise: Raise) => Promise<T>, options?: { timeoutMs?: number }): Promise<T>;
   readonly store: WebhookStore;
   /**
    * Validates and adds an endpoint; the signing secret is returned this once. Audited
@@ -83,8 +69,6 @@ export interface WebhookService {
 
 export interface WebhookDependencies {
   prisma: PrismaClient;
-  /** Sends writes outside a request (store/write-sender.ts). */
-  send: WriteSender;
   clock: () => Date;
   policy: NetworkPolicy;
   retryBaseMs: number;
@@ -139,27 +123,6 @@ export function createWebhookService(deps: WebhookDependencies): WebhookService 
   return {
     store,
     add,
-    async raise(type, data) {
-      const state = currentState();
-      if (state) {
-        if (state.clientHasWebhooks.get(data.client_id) !== false) add(state.writes, type, data);
-        return;
-      }
-      const writes = new Writes();
-      add(writes, type, data);
-      await deps.send(writes);
-    },
-    async withEvents(change, options = {}) {
-      let announced = false;
-      const result = await prisma.$transaction(async (tx) => change(tx, async (type, data) => {
-        const writes = new Writes();
-        add(writes, type, data);
-        const query = async <Row>({ text, values }: { text: string; values: unknown[] }) => ({ rows: await tx.$queryRawUnsafe<Row[]>(text, ...values) });
-        if ((await writeInTransaction(query, writes)).size > 0) announced = true;
-      }), options.timeoutMs === undefined ? undefined : { timeout: options.timeoutMs });
-      if (announced) worker.wake();
-      return result;
-    },
     async addEndpoint(clientId, input, context = { actor: clientActor(clientId) }) {
       if (typeof input.url !== 'string' || input.url.trim() === '') throw new WebhookInputError('url is required');
       const url = input.url.trim();

@@ -6,11 +6,13 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from '@jest/globals';
 import { auditRow, createAuditLog } from '../../src/audit/audit-log.js';
 import type { AuditLog } from '../../src/audit/audit-log.js';
-import { auditedChanges } from '../../src/webhooks/audited-changes.js';
+import { createRecords } from '../../src/audit/records.js';
+import type { ChangeTransaction, Records } from '../../src/audit/records.js';
 import { createClientSettings } from '../../src/clients/client-settings.js';
 import { createClientStore } from '../../src/clients/client-store.js';
 import { hashClientSecret } from '../../src/clients/credentials.js';
 import { createLogger } from '../../src/ops/logger.js';
+import { NO_METRICS } from '../../src/ops/metrics.js';
 import { createWebhookService } from '../../src/webhooks/webhook-service.js';
 import type { WebhookService } from '../../src/webhooks/webhook-service.js';
 import { openTestDatabase } from '../helpers/databases.js';
@@ -47,13 +49,18 @@ describe('writing (postgres)', () => {
   let lines: Record<string, unknown>[];
   let audit: AuditLog;
   let webhooks: WebhookService;
+  let records: Records;
   beforeAll(async () => {
     store = await openTestDatabase('postgres', { migrated: true });
     const logger = createLogger({ level: 'info', destination: { write: (line: string) => { lines.push(JSON.parse(line) as Record<string, unknown>); } } });
-    audit = createAuditLog({ prisma: store.db.prisma, logger });
+    audit = createAuditLog({ logger });
     webhooks = createWebhookService({
-      prisma: store.db.prisma, send: createWriteSender(store.db.sql, { byTurn: false }), clock: () => new Date(), policy: testPolicy(), retryBaseMs: 1000,
+      prisma: store.db.prisma, clock: () => new Date(), policy: testPolicy(), retryBaseMs: 1000,
       log: (error) => { throw error; }, audit,
+    });
+    records = createRecords({
+      transaction: (run, options) => store.db.prisma.$transaction(run, options), audit, webhooks, metrics: NO_METRICS,
+      send: createWriteSender(store.db.sql, { byTurn: false }),
     });
   });
   afterAll(async () => { await store?.close(); });
@@ -65,7 +72,7 @@ describe('writing (postgres)', () => {
   const rows = () => store.db.prisma.auditEvent.findMany({ orderBy: { id: 'asc' } });
 
   test('the line is the row as stored: secrets in its detail are redacted at any depth before the logger sees it', async () => {
-    await audit.record('client.updated', { client: 'c-9', detail: { client_secret: 's3cret', nested: { deeper: { password: 'pa55word' } } } }, CONTEXT);
+    await records.alone((record) => record.audit('client.updated', { client: 'c-9', detail: { client_secret: 's3cret', nested: { deeper: { password: 'pa55word' } } } }, CONTEXT));
     const line = lines.find((l) => l.msg === 'audit')!;
     expect(line.detail).toEqual({ os_user: 'ops', client_secret: '[Redacted]', nested: { deeper: { password: '[Redacted]' } } });
     expect(JSON.stringify(lines)).not.toMatch(/s3cret|pa55word/);
@@ -74,7 +81,7 @@ describe('writing (postgres)', () => {
   });
 
   test('record: one row and one line with the same fields', async () => {
-    await audit.record('login.succeeded', { user: 'u-1', client: 'c-1', detail: { page: 'login' } }, CONTEXT);
+    await records.alone((record) => record.audit('login.succeeded', { user: 'u-1', client: 'c-1', detail: { page: 'login' } }, CONTEXT));
     expect(await rows()).toEqual([{
       id: expect.any(BigInt), createdAt: expect.any(Date), event: 'login.succeeded', actor: 'operator', userId: 'u-1', clientId: 'c-1',
       address: '192.0.2.7', requestId: 'req-42', detail: { os_user: 'ops', page: 'login' },
@@ -104,18 +111,16 @@ describe('writing (postgres)', () => {
   });
 
   test('a secret rotation that fails before its commit leaves no audit row, no webhook event, and the old secret', async () => {
-    const { client, clientSecret } = await createClientStore(store.db.prisma, audit).register({ clientName: 'Rotating', redirectUri: 'https://app.example/cb' });
+    const { client, clientSecret } = await createClientStore(store.db.prisma, records.change).register({ clientName: 'Rotating', redirectUri: 'https://app.example/cb' });
     await webhooks.addEndpoint(client.clientId, { url: 'http://127.0.0.1:9/hook', events: ['client.secret_rotated'] });
     await store.db.prisma.auditEvent.deleteMany({});
     lines = [];
     // The rotation, its outbox row and its audit row are all written; then the transaction fails.
-    const refusing: Pick<WebhookService, 'withEvents'> = {
-      withEvents: (change) => webhooks.withEvents(async (tx, raise) => {
-        await change(tx, raise);
-        throw new Error('the commit was refused');
-      }),
-    };
-    const settings = createClientSettings(auditedChanges(refusing, audit));
+    const refusing: ChangeTransaction = (change) => records.change(async (tx, record) => {
+      await change(tx, record);
+      throw new Error('the commit was refused');
+    });
+    const settings = createClientSettings(refusing);
     await expect(settings.rotateSecret(client.clientId, CONTEXT)).rejects.toThrow('the commit was refused');
 
     expect(await rows()).toEqual([]);
@@ -124,7 +129,7 @@ describe('writing (postgres)', () => {
     expect((await store.db.prisma.client.findUniqueOrThrow({ where: { clientId: client.clientId } })).clientSecretHash).toBe(hashClientSecret(clientSecret));
 
     // The same rotation through the real transaction: all three, together.
-    await createClientSettings(auditedChanges(webhooks, audit)).rotateSecret(client.clientId, CONTEXT);
+    await createClientSettings(records.change).rotateSecret(client.clientId, CONTEXT);
     expect((await rows()).map((row) => [row.event, row.clientId])).toEqual([['client.secret_rotated', client.clientId]]);
     expect(await store.db.prisma.webhookDelivery.count({ where: { eventType: 'client.secret_rotated' } })).toBe(1);
   });

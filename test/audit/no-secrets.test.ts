@@ -9,8 +9,6 @@
  * same for the administration CLI's commands that handle passwords and client secrets.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { auditedChanges } from '../../src/webhooks/audited-changes.js';
-import { createAuditLog } from '../../src/audit/audit-log.js';
 import { createClientSettings } from '../../src/clients/client-settings.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { postApplicationsForm, signInOnApplicationsPage } from '../helpers/applications-page.js';
@@ -96,7 +94,7 @@ describe('audit rows and lines of whole flows', () => {
     expect(secrets.webhook_secret).toMatch(/^whsec_/);
     secrets.webhook_url_capability = 'capability-never-audited';
     await webhooksApi(t.baseUrl, rotated, { method: 'DELETE', query: { id: String(hook.body.id) } });
-    const operator = createClientSettings(auditedChanges(t.app.webhooks, createAuditLog({ prisma: t.app.db.prisma, logger })));
+    const operator = createClientSettings(t.app.records.change);
     secrets.rotated_client_secret = (await operator.rotateSecret(client.client_id, { actor: 'operator' })).clientSecret;
   }, 60_000);
   afterAll(async () => { await t?.close(); });

@@ -13,6 +13,7 @@ import { auditLines, expectCleanFailure, expectSuccess, runCli, serviceWithCli }
 import type { ServiceWithCli } from '../helpers/cli.js';
 import { createRemoteJWKSet, decodeJwt, jwtVerify } from 'jose';
 import { basicAuth, createUser, obtainTokens, postForm, registerClient, registerDynamicClient, tokenRequest, userinfo } from '../helpers/fixtures.js';
+import { RECORD_MARGIN_SECONDS } from '../../src/oidc/session-end.js';
 import { webhooksApi } from '../helpers/receiver.js';
 import type { Receiver } from '../helpers/receiver.js';
 import type { TestApp } from '../helpers/test-app.js';
@@ -260,8 +261,16 @@ describe('ending a user\'s sessions', () => {
     const exchange = async (url: URL) => (await tokenRequest(t, { grant_type: 'authorization_code', code: url.searchParams.get('code')!, redirect_uri: lo.redirect_uri, client_id: lo.client_id, client_secret: lo.client_secret })).body as Record<string, string>;
     const online = await exchange(await new Browser(t.baseUrl).authorize(lo, user));
     const offline = await exchange(await new Browser(t.baseUrl).authorize(lo, user, { scope: 'openid offline_access', prompt: 'consent' }));
+    // A third session that has run out on its own: its record outlives it by a day (RECORD_MARGIN_SECONDS), and it is told nothing.
+    const expired = String(decodeJwt((await exchange(await new Browser(t.baseUrl).authorize(lo, user))).id_token!).sid);
+    const { prisma } = t.app.db;
+    expect(await prisma.$executeRaw`UPDATE oidc_models SET expires_at = now() + make_interval(secs => ${RECORD_MARGIN_SECONDS - 3600}) WHERE type = 'SessionClient' AND payload->>'sid' = ${expired}`).toBe(1);
 
     const run = expectSuccess(await cli(['users:sign-out', user.username]));
+    // The logouts are queued in the sign-out's own transaction: the two live sessions', not the ended one's.
+    expect((await prisma.backchannelLogout.findMany({ where: { accountId: id }, select: { sid: true } })).map((row) => row.sid).sort())
+      .toEqual([online, offline].map((tokens) => String(decodeJwt(tokens.id_token!).sid)).sort());
+    expect(await prisma.oidcModel.count({ where: { type: 'SessionClient', payload: { path: ['sid'], equals: expired } } })).toBe(0);
     expect(auditLines(run).map((line) => line.event)).toEqual(['user.signed_out', 'token.revoked', 'session.ended']);
     const jwks = createRemoteJWKSet(new URL(`${t.baseUrl}/api/jwks.php`));
     for (const tokens of [online, offline]) {

@@ -7,9 +7,7 @@
  * each with a `client.deleted` audit row, and never an operator's client.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { createAuditLog } from '../../src/audit/audit-log.js';
 import { deleteIdleClients } from '../../src/clients/idle-clients.js';
-import { createLogger } from '../../src/ops/logger.js';
 import { Browser } from '../helpers/browser.js';
 import type { TestUser } from '../helpers/browser.js';
 import { createUser, registerClient, registerDynamicClient, tokenRequest } from '../helpers/fixtures.js';
@@ -88,7 +86,6 @@ describe('last use', () => {
 
 describe('the idle sweep', () => {
   test('removes RFC 7591 clients idle for the days given and spec-shape clients never used, audited; keeps used ones and every operator client', async () => {
-    const audit = createAuditLog({ prisma: t.app.db.prisma, logger: createLogger({ level: 'silent' }) });
     const used = await registerPublic();
     await (await exchange(used))();
     const neverUsed = await registerPublic();
@@ -109,7 +106,7 @@ describe('the idle sweep', () => {
     const operator = (await operatorClient()).client_id;
     await backdate(operator, 'created_at', 400);
 
-    expect(await deleteIdleClients(t.app.db.prisma, audit, { days: 30, limit: 100 })).toBe(3);
+    expect(await deleteIdleClients(t.app.records.change, { days: 30, limit: 100 })).toBe(3);
     const left = new Set((await t.app.db.prisma.client.findMany({ select: { clientId: true } })).map((row) => row.clientId));
     expect([used, recent, specUsed.client_id, operator].every((id) => left.has(id))).toBe(true);
     expect(left.has(neverUsed) || left.has(longIdle) || left.has(specNeverUsed)).toBe(false);
@@ -117,7 +114,7 @@ describe('the idle sweep', () => {
     expect(rows.map((row) => [row.clientId, row.actor, (row.detail as Record<string, unknown>).reason])).toEqual(expect.arrayContaining([
       [neverUsed, 'system', 'idle'], [longIdle, 'system', 'idle'], [specNeverUsed, 'system', 'idle'],
     ]));
-    expect(await deleteIdleClients(t.app.db.prisma, audit, { days: 30, limit: 100 })).toBe(0);
+    expect(await deleteIdleClients(t.app.records.change, { days: 30, limit: 100 })).toBe(0);
 
     // A removed client's token requests fail as an unknown client's.
     expect((await tokenRequest(t, { grant_type: 'refresh_token', refresh_token: 'x', client_id: longIdle })).status).toBe(400);

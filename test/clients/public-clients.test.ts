@@ -6,10 +6,7 @@
  * private-use scheme receives the code; a web client's loopback redirect still matches exactly.
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { createAuditLog } from '../../src/audit/audit-log.js';
 import { createClientSettings } from '../../src/clients/client-settings.js';
-import { createLogger } from '../../src/ops/logger.js';
-import { auditedChanges } from '../../src/webhooks/audited-changes.js';
 import { Browser } from '../helpers/browser.js';
 import type { TestUser } from '../helpers/browser.js';
 import { createUser, expectErrorResponse, postForm, registerClient, registerDynamicClient, tokenRequest } from '../helpers/fixtures.js';
@@ -85,8 +82,7 @@ describe('a public client (browser app)', () => {
 describe('a public client has no secret to rotate', () => {
   test('a rotation is refused, and it stays public', async () => {
     const { client_id: clientId } = await registerDynamic({ redirect_uris: ['https://spa.example/callback'], token_endpoint_auth_method: 'none' });
-    const audit = createAuditLog({ prisma: t.app.db.prisma, logger: createLogger({ level: 'silent' }) });
-    const settings = createClientSettings(auditedChanges(t.app.webhooks, audit));
+    const settings = createClientSettings(t.app.records.change);
     await expect(settings.rotateSecret(clientId, { actor: 'operator' })).rejects.toThrow('it has no secret to rotate');
     expect((await t.app.db.prisma.client.findUniqueOrThrow({ where: { clientId } })).clientSecretHash).toBeNull();
   });

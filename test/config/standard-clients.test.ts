@@ -1,6 +1,7 @@
 /**
  * The variables of clients that bring themselves and of declared resources (docs/mcp.md): each
- * read, each bad value a ConfigError naming it.
+ * read, each bad value a ConfigError naming it (what a declared resource may be:
+ * test/resources/resource-declaration.test.ts).
  */
 import { describe, expect, test } from '@jest/globals';
 import { loadConfig } from '../../src/config.js';
@@ -67,11 +68,6 @@ describe('standardClients', () => {
     ['RESOURCES', { RESOURCES: 'http://x tools:read' }, /not JSON/],
     ['RESOURCES', { RESOURCES: '{"uri":"https://a.example"}' }, /must be an array/],
     ['RESOURCES', { RESOURCES: '[{"uri":"https://a.example","scopes":["a"]}]' }, /entry 0 must have a string uri and scopes/],
-    ['RESOURCES', { RESOURCES: '[{"uri":"https://a.example#f","scopes":"a"}]' }, /entry 0: .*fragment/],
-    ['RESOURCES', { RESOURCES: '[{"uri":"https://a.example","scopes":""}]' }, /at least one scope/],
-    ['RESOURCES', { RESOURCES: '[{"uri":"https://a.example","scopes":"openid"}]' }, /profile's scope/],
-    ['RESOURCES', { RESOURCES: '[{"uri":"https://a.example","scopes":"a","access_token_ttl":0}]' }, /lifetime/],
-    ['RESOURCES', { RESOURCES: '[{"uri":"https://a.example","scopes":"a"},{"uri":"https://a.example/","scopes":"b"}]' }, /entry 1: .*declared twice/],
   ])('%s: a bad value is a ConfigError naming it', (variable, env, message) => {
     const error = configError(env);
     expect(error.variable).toBe(variable);

@@ -32,7 +32,7 @@ async function admin<T>(use: (client: pg.Client) => Promise<T>): Promise<T> {
 
 /** A fresh database on the machine's Postgres: empty, or `migrated` (a copy of the migrated template). */
 export async function createTestDatabase({ migrated = false }: { migrated?: boolean } = {}): Promise<TestDatabase> {
-  const name = `oauth_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const name = `${testDatabasePrefix()}${process.pid}_${randomBytes(4).toString('hex')}`;
   // Loaded when asked for: most users of this file never open a database themselves.
   const template = migrated ? ` TEMPLATE "${await (await import('./migrated-templates.js')).migratedTemplate(POSTGRES_ADMIN_URL)}"` : '';
   await admin(async (client) => {
@@ -51,11 +51,24 @@ export async function createTestDatabase({ migrated = false }: { migrated?: bool
   };
 }
 
-/** Drops the database a test created (its name is the path of `databaseUrl`). */
+/**
+ * The names of this run's databases begin with this: the run's own process id (set by
+ * test/global-setup.mjs), so that test/global-teardown.mjs can drop what is left of the run,
+ * and the next run what a killed run left. Outside jest's run (a script), the process's own.
+ */
+export const testDatabasePrefix = () => `oauth_test_r${process.env.OAUTH_TEST_RUN ?? process.pid}_`;
+
+/**
+ * Drops the database a test created (its name is the path of `databaseUrl`). The drop is started,
+ * not waited for: dropping a database waits for a checkpoint of the whole server, and drops that
+ * overlap share one. What a worker leaves running when the run ends, the run's teardown drops.
+ */
 export async function dropDatabase(databaseUrl: string): Promise<void> {
   const name = decodeURIComponent(new URL(databaseUrl).pathname.slice(1));
   if (!name.startsWith('oauth_test_')) throw new Error(`refusing to drop ${name}: not a test database`);
-  await admin((client) => client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
+  void admin((client) => client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).catch(() => {
+    // Left for the run's teardown (test/global-teardown.mjs), which drops every database of the run.
+  });
 }
 
 /** Deletes every Redis key under a test's prefix. */

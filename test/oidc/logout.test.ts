@@ -207,6 +207,35 @@ describe.each<Mode>(['postgres', 'embedded'])('logout (%s)', (mode) => {
     await receiver.next((h) => h.path === '/a/backchannel' && decodeJwt(logoutTokenOf(h)).sid === sidA);
   });
 
+  test('a silent authorization the session recorded already writes no record again; the logout still tells the application', async () => {
+    const browser = new Browser(t.baseUrl);
+    const tokens = await signIn(t, browser, a, user);
+    const sid = String(decodeJwt(tokens.id_token).sid);
+    // xmin changes with every write of a row: the same xmin is the same row version, not written since.
+    const record = async () => (await t.app.db.prisma.$queryRaw<{ xmin: string; expires_ms: number }[]>`
+      SELECT xmin::text AS xmin, (extract(epoch from expires_at) * 1000)::float8 AS expires_ms
+      FROM oidc_models WHERE type = 'SessionClient' AND payload->>'clientId' = ${a.client_id} AND payload->>'sid' = ${sid}`)[0];
+    const written = await record();
+    expect(written).toBeDefined();
+    for (let i = 0; i < 2; i += 1) {
+      expect((await browser.authorize(a, undefined, { prompt: 'none' })).searchParams.get('code')).toBeTruthy();
+      expect(await record()).toEqual(written);
+    }
+    // A record that would no longer outlive the session is written again, to outlive it.
+    await t.app.db.prisma.$executeRaw`UPDATE oidc_models SET expires_at = now() + interval '1 hour' WHERE type = 'SessionClient' AND payload->>'sid' = ${sid}`;
+    const shortened = await record();
+    expect((await browser.authorize(a, undefined, { prompt: 'none' })).searchParams.get('code')).toBeTruthy();
+    const renewed = await record();
+    expect(renewed!.xmin).not.toBe(shortened!.xmin);
+    expect(renewed!.expires_ms).toBeGreaterThanOrEqual(written!.expires_ms);
+
+    const page = await browser.follow(`/api/logout.php?${new URLSearchParams({ id_token_hint: tokens.id_token })}`);
+    const xsrf = /name="xsrf" value="([^"]+)"/.exec(page.body)![1]!;
+    expect((await browser.request('/api/logout.php/confirm', { form: { xsrf, logout: 'yes' } })).status).toBe(303);
+    await receiver.next((h) => h.path === '/a/backchannel' && decodeJwt(logoutTokenOf(h)).sid === sid);
+    expect(await record()).toBeUndefined();
+  });
+
   test('signing out on the applications page ends the session the same way: the applications are told, grants without offline_access end', async () => {
     const browser = new Browser(t.baseUrl);
     const tokensA = await signIn(t, browser, a, user);

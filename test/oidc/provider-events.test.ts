@@ -13,7 +13,7 @@ import mount from 'koa-mount';
 import Provider from 'oidc-provider';
 import type { AuditFields } from '../../src/audit/audit-log.js';
 import { recordProviderEvents } from '../../src/oidc/provider-events.js';
-import type { Writes } from '../../src/store/request-state.js';
+import { Writes } from '../../src/store/request-state.js';
 import type { RaiseData } from '../../src/webhooks/webhook-service.js';
 
 const CLIENT = { client_id: 'bare-client', client_secret: 'bare-secret-'.repeat(4), client_name: 'Bare App' };
@@ -37,10 +37,17 @@ beforeAll(async () => {
   });
   recordProviderEvents({
     provider,
-    audit: { add: (writes: Writes, event, fields) => { writes.committed.push(() => audited.push({ event, fields })); } },
-    webhooks: { add: (writes: Writes, type, data) => { writes.committed.push(() => raised.push({ type, data })); } },
-    tokenIssued: (grantType) => issued.push(grantType),
-    send: async (writes) => { for (const done of writes.committed) done(new Set()); },
+    records: {
+      async request(run) {
+        const writes = new Writes();
+        run({
+          audit: (event, fields) => { writes.committed.push(() => audited.push({ event, fields })); },
+          event: (type, data) => { writes.committed.push(() => raised.push({ type, data })); },
+          count: (_counter, grantType) => { writes.committed.push(() => issued.push(grantType)); },
+        }, writes);
+        for (const done of writes.committed) done(new Set()); // a sender that commits everything
+      },
+    },
     log: (error) => { throw error; },
   });
   const app = new Koa();

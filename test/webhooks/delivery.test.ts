@@ -187,7 +187,7 @@ describe('delivery (postgres)', () => {
     const refused = await webhooksApi(t.baseUrl, client, { method: 'POST', query: { id: hook.id, action: 'test' } });
     expect(refused.status).toBe(400);
     expect(refused.body.error).toBe('invalid_request');
-    await t.app.webhooks.raise('client.secret_rotated', { client_id: client.client_id, client_name: 'Test App' });
+    await t.app.records.alone((record) => record.event('client.secret_rotated', { client_id: client.client_id, client_name: 'Test App' }));
     expect(await deliveriesOf(t, client, hook.id)).toHaveLength(1);
 
     receiver.respond = () => 200;
@@ -263,7 +263,7 @@ describe('durability', () => {
     try {
       const client = await registerClient(t);
       const hook = await subscribe(t, client, `http://127.0.0.1:${port}/back`, ['client.secret_rotated']);
-      await t.app.webhooks.raise('client.secret_rotated', { client_id: client.client_id, client_name: 'Test App' });
+      await t.app.records.alone((record) => record.event('client.secret_rotated', { client_id: client.client_id, client_name: 'Test App' }));
       await eventually(async () => (((await deliveriesOf(t, client, hook.id))[0]?.attempts as number) >= 1 ? true : undefined));
       await t.close({ keepData: true });
 

@@ -1,6 +1,6 @@
 /** The retry schedule: about the base first, doubling, capped, jittered ±20 %, 15 attempts (≈ a day at 30 s). */
 import { describe, expect, test } from '@jest/globals';
-import { MAX_ATTEMPTS, retryDelayMs } from '../../src/webhooks/retry-schedule.js';
+import { MAX_ATTEMPTS, retryDelayMs } from '../../src/outbox/retry-schedule.js';
 import { outcomeOf } from '../../src/webhooks/delivery.js';
 
 describe('retryDelayMs', () => {

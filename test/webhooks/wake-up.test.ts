@@ -8,8 +8,11 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { createAuditLog } from '../../src/audit/audit-log.js';
+import { createRecords } from '../../src/audit/records.js';
 import { createClientStore } from '../../src/clients/client-store.js';
 import { createLogger } from '../../src/ops/logger.js';
+import { NO_METRICS } from '../../src/ops/metrics.js';
+import { createWriteSender } from '../../src/store/write-sender.js';
 import { createDeliveryWorker } from '../../src/webhooks/delivery.js';
 import type { DeliveryWorker } from '../../src/webhooks/delivery.js';
 import { createOutbox, enqueue, newEventId } from '../../src/webhooks/outbox.js';
@@ -19,7 +22,6 @@ import { openTestDatabase } from '../helpers/databases.js';
 import type { StoreKind, TestStore } from '../helpers/databases.js';
 import { startReceiver } from '../helpers/receiver.js';
 import type { Receiver } from '../helpers/receiver.js';
-import { createWriteSender } from '../../src/store/write-sender.js';
 import { testPolicy } from '../helpers/outbound.js';
 
 const POLICY = testPolicy();
@@ -40,11 +42,14 @@ describe.each<StoreKind>(['postgres', 'embedded'])('worker wake-up (%s)', (kind)
 
   test('a wake-up during a finishing cycle is not lost', async () => {
     const { prisma } = store.db;
-    const audit = createAuditLog({ prisma, logger: createLogger({ level: 'silent' }) });
-    const { client } = await createClientStore(prisma, audit).register({ clientName: 'Wake', redirectUri: 'http://localhost:9999/cb' });
+    const audit = createAuditLog({ logger: createLogger({ level: 'silent' }) });
     const webhooks = createWebhookService({
-      prisma, send: createWriteSender(store.db.sql, { byTurn: false }), clock: () => new Date(), policy: POLICY, retryBaseMs: 1000, log: () => {}, audit,
+      prisma, clock: () => new Date(), policy: POLICY, retryBaseMs: 1000, log: () => {}, audit,
     });
+    const records = createRecords({
+      transaction: (run, options) => prisma.$transaction(run, options), audit, webhooks, metrics: NO_METRICS, send: createWriteSender(store.db.sql, { byTurn: false }),
+    });
+    const { client } = await createClientStore(prisma, records.change).register({ clientName: 'Wake', redirectUri: 'http://localhost:9999/cb' });
     const { endpoint } = await webhooks.addEndpoint(client.clientId, { url: receiver.url('/wake'), events: ['client.updated'] });
 
     // The first cycle finds nothing to claim, then waits at its last read until released.

@@ -26,9 +26,9 @@ describe('two app instances on one database', () => {
         hooks.push(res.body);
       }
       const events = 40;
-      await Promise.all(Array.from({ length: events }, (_, i) => (i % 2 ? a : b).app.webhooks.raise('client.secret_rotated', {
+      await Promise.all(Array.from({ length: events }, (_, i) => (i % 2 ? a : b).app.records.alone((record) => record.event('client.secret_rotated', {
         client_id: client.client_id, client_name: 'Test App',
-      })));
+      }))));
 
       const expected = events * hooks.length;
       const deadline = Date.now() + 20_000;

@@ -1,7 +1,8 @@
 /**
- * When a failed delivery is tried again: after about `WEBHOOK_RETRY_BASE_MS`, then doubling
- * (capped at 512× the base), each delay ±20 % at random so that retries to one receiver do
- * not arrive in lock-step. 15 attempts in all; at the default base (30 s) the last retry is
+ * When an outbox message whose attempt failed is tried again (a webhook event, a back-channel
+ * logout, a mail): after about its base (`WEBHOOK_RETRY_BASE_MS`, `MAIL_RETRY_BASE_MS`), then
+ * doubling (capped at 512× the base), each delay ±20 % at random so that retries to one receiver
+ * do not arrive in lock-step. 15 attempts in all; at the default base (30 s) the last retry is
  * about 25.6 hours after the first attempt, and then the message is marked failed.
  *
  * @see https://aws.amazon.com/blogs/architecture/exponential-backoff-and-jitter/
