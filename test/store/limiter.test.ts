@@ -86,9 +86,9 @@ describe.each(['redis', 'memory'] as const)('limiters (%s)', (kind) => {
  */
 describe('limiters on a Redis that stops answering', () => {
   /** Each Redis call's bound here (the app's is REDIS_COMMAND_TIMEOUT_MS), short to keep the test quick. */
-  const COMMAND_TIMEOUT_MS = 300;
-  /** The breaker's pause here (the app's is HUNG_PAUSE_MS). */
-  const PAUSE_MS = 200;
+  const COMMAND_TIMEOUT_MS = 500;
+  /** The breaker's pause here (the app's is HUNG_PAUSE_MS): long enough that the calls after the timeout all fall in it on a loaded machine. */
+  const PAUSE_MS = 1000;
   const stores = privateRedis(COMMAND_TIMEOUT_MS);
 
   test('wait one command timeout, then count in memory at once (limits holding) until Redis answers a probe', async () => {
