@@ -57,7 +57,8 @@ test('stopped, keys:rotate on DATA_DIR; started again, the service publishes the
   const before = await idToken();
   await t.close({ keepData: true });
 
-  const rotated = expectSuccess(await cli(['keys:rotate', '--publish-ahead', '20s'])).stdout.split('\n');
+  // Ahead by enough for a listing, an embedded restart and a sign-in on a loaded machine, all before the switch.
+  const rotated = expectSuccess(await cli(['keys:rotate', '--publish-ahead', '40s'])).stdout.split('\n');
   const [, kid, currentAt] = /^key (\S+) \(RS256\) is published now and signs from (\S+)$/.exec(rotated[0]!) ?? [];
   expect(kid).toBeDefined();
   expect(rotated[1]).toMatch(/^key legacy-1 signs until then and stays published until \S+, when every token it signed has expired$/);
