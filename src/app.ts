@@ -329,7 +329,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
 
   const inFlight = trackInFlight();
   // mount(provider), with a provider rebuilt whenever the signing keys change (oidc/key-rotation.ts).
-  const toProvider = signingKeys.serve(provider, (jwks) => createProvider({ ...providerOptions, jwks }), { audit, log: (error) => log(error) });
+  const toProvider = signingKeys.serve(provider, (jwks) => createProvider({ ...providerOptions, jwks }), { changes, log: (error) => log(error) });
   const accountLinks = accountLinkRoutes({
     self, users, mailMode: config.mail.mode, views, body,
     resetsByClient: limiter('reset-client', ACCOUNT_MAIL_BUDGET.byClient, ACCOUNT_MAIL_BUDGET.windowSeconds),

@@ -108,7 +108,7 @@ export async function withDatabase<T>(
 }
 
 /** A command's audit writer: rows in its transactions, lines on stderr (stdout stays the command's). */
-export function operatorAudit(config: Config, stderr: CliOutput): { audit: AuditLog; logger: Logger } {
+function operatorAudit(config: Config, stderr: CliOutput): { audit: AuditLog; logger: Logger } {
   const logger = createLogger({ level: config.logLevel, pretty: Boolean(stderr.isTTY), destination: stderr });
   return { audit: createAuditLog({ logger }), logger };
 }
