@@ -131,9 +131,9 @@ export async function loadSigningKeys({ prisma, config, logger }: SigningKeyDepe
         plan();
         if (keys.some((key) => stateAt(key, clock()) === 'retired')) {
           const erased = await changes(async (tx, record) => {
-            const keys = await store.eraseRetired(tx);
-            for (const key of keys) await record.audit('key.retired', { detail: retirementDetail(key) }, { actor: SYSTEM });
-            return keys.map((key) => key.kid);
+            const retired = await store.eraseRetired(tx);
+            for (const key of retired) await record.audit('key.retired', { detail: retirementDetail(key) }, { actor: SYSTEM });
+            return retired.map((key) => key.kid);
           });
           if (erased.length) logger.info({ kids: erased }, 'signing keys retired');
         }
