@@ -99,6 +99,8 @@ import { logoutPages } from './ui/logout-pages.js';
 import { createBackchannelLogouts } from './webhooks/backchannel-logouts.js';
 import { createWebhookService } from './webhooks/webhook-service.js';
 import type { WebhookService } from './webhooks/webhook-service.js';
+import { createWebhookEndpoints } from './webhooks/webhook-endpoints.js';
+import type { WebhookEndpoints } from './webhooks/webhook-endpoints.js';
 import { webhooksApi } from './ui/webhooks-api.js';
 import { accountLinkRoutes } from './ui/account-links.js';
 import { createSelfService } from './ui/self-service.js';
@@ -114,6 +116,8 @@ export interface App {
   readonly users: UserStore;
   readonly clients: ClientStore;
   readonly webhooks: WebhookService;
+  /** Clients' webhook endpoints: added, rotated and removed with their audit rows (webhooks/webhook-endpoints.ts). */
+  readonly webhookEndpoints: WebhookEndpoints;
   /** Where the app records what happened: audit rows, webhook events, counts (audit/records.ts). */
   readonly records: Records;
   /** Where the app writes its access and error lines. */
@@ -219,15 +223,12 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     log: (error: unknown) => log(error),
     onOutcome: metrics.webhookOutcome,
   };
-  const webhooks = createWebhookService({
-    prisma: db.prisma,
-    ...delivery,
-    audit,
-    secretRotationGraceMs: config.secretRotationGraceMs,
-  });
+  const webhooks = createWebhookService({ prisma: db.prisma, ...delivery });
   // What happened, with the change it describes: in the request's writes, or a change's transaction.
   const records = createRecords({ transaction: (run, options) => db.prisma.$transaction(run, options), audit, webhooks, metrics, send });
   const changes = records.change;
+  // Clients' webhook endpoints, made after the records their changes are recorded with.
+  const webhookEndpoints = createWebhookEndpoints({ prisma: db.prisma, changes, policy: outbound.webhooks, clock, secretRotationGraceMs: config.secretRotationGraceMs });
   const clients = createClientStore(db.prisma, changes, { backchannelDestination });
   // Back-channel logout tokens: their own outbox, the webhooks' worker, schedule and guard.
   const logouts = createBackchannelLogouts({
@@ -328,7 +329,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
 
   const inFlight = trackInFlight();
   // mount(provider), with a provider rebuilt whenever the signing keys change (oidc/key-rotation.ts).
-  const toProvider = signingKeys.serve(provider, (jwks) => createProvider({ ...providerOptions, jwks }), { audit, log: (error) => log(error) });
+  const toProvider = signingKeys.serve(provider, (jwks) => createProvider({ ...providerOptions, jwks }), { changes, log: (error) => log(error) });
   const accountLinks = accountLinkRoutes({
     self, users, mailMode: config.mail.mode, views, body,
     resetsByClient: limiter('reset-client', ACCOUNT_MAIL_BUDGET.byClient, ACCOUNT_MAIL_BUDGET.windowSeconds),
@@ -356,8 +357,8 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
         rules: { clientCredentials: config.standardClients.registrationClientCredentials, jwksUriDestination: (uri) => urlProblem(uri, outbound.keySets), backchannelDestination },
       }),
     }),
-    settings: settingsRoutes({ findClient: clients.find, checkSecret, settings: clientSettings, webhooks, views, body, clock }),
-    webhooks: webhooksApi({ findClient: clients.find, checkSecret, webhooks, body }),
+    settings: settingsRoutes({ findClient: clients.find, checkSecret, settings: clientSettings, endpoints: webhookEndpoints, webhooks, views, body, clock }),
+    webhooks: webhooksApi({ findClient: clients.find, checkSecret, endpoints: webhookEndpoints, webhooks, body }),
     applications: applicationsRoutes({
       apps: createAuthorizedApps({ prisma: db.prisma, withEvents: revocationAnnouncer(changes) }),
       findUser: hot.findUser,
@@ -436,6 +437,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
     users,
     clients,
     webhooks,
+    webhookEndpoints,
     records,
     logger,
     metrics,

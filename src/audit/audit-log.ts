@@ -11,10 +11,11 @@
  * caller's transaction and logs the lines only once that transaction succeeded, so a change that
  * rolls back leaves neither; {@link AuditLog.add} adds the row to writes sent as one statement
  * (a request's, store/request-state.ts), logged once they committed. The rest of the app says
- * what happened through audit/records.ts, which writes the row in one of these two ways with the
- * webhook events and counts of the same change. Made once in the composition root and passed down.
+ * what happened through audit/records.ts, the one caller of both, which writes the row in one of
+ * these two ways with the webhook events and counts of the same change. Made once in the
+ * composition root and passed down.
  *
- * @example await audit.within((write) => prisma.$transaction(async (tx) => { …; await write(tx, 'key.retired', { detail }, context); }));
+ * @example await audit.within((write) => prisma.$transaction(async (tx) => { …; await write(tx, 'user.enabled', { user: id }, context); }));
  */
 import type { Prisma } from '../generated/prisma/client.js';
 import type { AuditValues, Writes } from '../store/request-state.js';

@@ -15,6 +15,7 @@ import { createClientAdmin } from '../admin/client-admin.js';
 import type { ClientAdmin } from '../admin/client-admin.js';
 import { createAuditLog } from '../audit/audit-log.js';
 import { createRecords } from '../audit/records.js';
+import type { Records } from '../audit/records.js';
 import { NO_METRICS } from '../ops/metrics.js';
 import type { AuditLog } from '../audit/audit-log.js';
 import { createClientSettings } from '../clients/client-settings.js';
@@ -107,29 +108,38 @@ export async function withDatabase<T>(
 }
 
 /** A command's audit writer: rows in its transactions, lines on stderr (stdout stays the command's). */
-export function operatorAudit(config: Config, stderr: CliOutput): { audit: AuditLog; logger: Logger } {
+function operatorAudit(config: Config, stderr: CliOutput): { audit: AuditLog; logger: Logger } {
   const logger = createLogger({ level: config.logLevel, pretty: Boolean(stderr.isTTY), destination: stderr });
   return { audit: createAuditLog({ logger }), logger };
+}
+
+/**
+ * A command's records (audit/records.ts): its changes made in transactions of at most
+ * ADMIN_TRANSACTION_TIMEOUT_MS, their audit lines on stderr, their webhook events left in the
+ * outbox for the running service's worker.
+ */
+export function operatorRecords(db: Database, config: Config, stderr: CliOutput): Records {
+  const { prisma } = db;
+  const { audit, logger } = operatorAudit(config, stderr);
+  const webhooks = createWebhookService({ // its worker is never started here
+    prisma,
+    clock: () => new Date(),
+    policy: outboundPolicies(config).webhooks,
+    retryBaseMs: config.webhookRetryBaseMs,
+    log: (error) => logger.error({ err: error }, 'error'),
+  });
+  return createRecords({
+    transaction: (run, options) => prisma.$transaction(run, options), audit, webhooks, metrics: NO_METRICS,
+    send: createWriteSender(db.sql, { byTurn: false }), timeoutMs: config.timeouts.adminTransactionMs,
+  });
 }
 
 export function withAdmin<T>(io: CommandIo, use: (admin: Admin) => Promise<T>): Promise<T> {
   const config = loadConfig(io.env);
   return withDatabase(io, (db) => {
     const { prisma } = db;
-    const { audit, logger } = operatorAudit(config, io.stderr);
     const users = createUserStore(prisma);
-    const webhooks = createWebhookService({ // its worker is never started here
-      prisma,
-      clock: () => new Date(),
-      policy: outboundPolicies(config).webhooks,
-      retryBaseMs: config.webhookRetryBaseMs,
-      log: (error) => logger.error({ err: error }, 'error'),
-      audit,
-    });
-    const { change: changes } = createRecords({
-      transaction: (run, options) => prisma.$transaction(run, options), audit, webhooks, metrics: NO_METRICS,
-      send: createWriteSender(db.sql, { byTurn: false }), timeoutMs: config.timeouts.adminTransactionMs,
-    });
+    const { change: changes } = operatorRecords(db, config, io.stderr);
     return use({
       // Back-channel logouts are written to the outbox; the running service's worker sends them.
       users: createUserAdmin({ users, changes, sessions: createSessionEnd({ changes, logouts: { enqueue: enqueueLogouts, wake: () => {} } }) }),

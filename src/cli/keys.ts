@@ -15,9 +15,9 @@ import { retireAfterMs, minimumPublishAheadMs, stateAt } from '../keys/key-sched
 import { newSigningKey } from '../keys/key-seed.js';
 import { keyEncryption } from '../keys/key-encryption.js';
 import { generateSigningKey } from '../keys/key-seed.js';
-import { signingKeyStore } from '../keys/signing-keys.js';
+import { rotationDetail, signingKeyStore } from '../keys/signing-keys.js';
 import type { StoredKey } from '../keys/signing-keys.js';
-import { operatorAudit, withDatabase } from './admin.js';
+import { operatorRecords, withDatabase } from './admin.js';
 import { formatGrace, parseGrace } from '../config/durations.js';
 import { ArgumentError, parse, UsageError } from './args.js';
 import { iso, json, table } from './output.js';
@@ -73,10 +73,14 @@ export const KEY_VERBS: VerbTable = {
         // The new key must open where the others do: refused here with a wrong KEYS_ENCRYPTION_KEY.
         for (const key of await store.read()) seal.open(key.kid, key.sealed!);
         const key = newSigningKey();
-        const { audit } = operatorAudit(config, io.stderr);
+        const { change } = operatorRecords(db, config, io.stderr);
         const { _max: longest } = await db.prisma.resourceServer.aggregate({ _max: { accessTokenTtl: true } });
-        return audit.within((write) => store.rotate({ kid: key.kid, alg: key.alg, publicJwk: key.publicJwk, sealed: seal.seal(key.kid, key.privateJwk) },
-          { publishAheadMs: ahead, retireAfterMs: retireAfterMs(config, longest.accessTokenTtl ?? 0) }, (tx, detail) => write(tx, 'key.rotated', { detail }, io.context), config.timeouts.adminTransactionMs));
+        const sealed = { kid: key.kid, alg: key.alg, publicJwk: key.publicJwk, sealed: seal.seal(key.kid, key.privateJwk) };
+        return change(async (tx, record) => {
+          const rotation = await store.rotate(tx, sealed, { publishAheadMs: ahead, retireAfterMs: retireAfterMs(config, longest.accessTokenTtl ?? 0) });
+          await record.audit('key.rotated', { detail: rotationDetail(rotation) }, io.context);
+          return rotation;
+        });
       }, { config });
       if (values.json) {
         return json({

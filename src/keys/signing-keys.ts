@@ -5,16 +5,15 @@
  * race take one transaction-scoped advisory lock; the table's unique index is the last word
  * (at most one key without a successor).
  *
+ * A rotation and an erasure are made in the caller's transaction (`tx`), where the caller
+ * records them (audit/records.ts `records.change`), so that the audit row and the change commit
+ * together; the seed, recorded nowhere, opens its own.
+ *
  * @example const store = signingKeyStore(prisma); const [keys, now] = [await store.read(), await store.now()];
+ *          const { next, replaced } = await records.change(async (tx, record) => { const rotation = await store.rotate(tx, key, times); await record.audit('key.rotated', …); return rotation; });
  */
 import type { JsonWebKey } from 'node:crypto';
 import type { Prisma, PrismaClient, SigningKey } from '../generated/prisma/client.js';
-
-/**
- * Writes the audit row of a change in the change's own transaction: the caller's audit log
- * (audit/audit-log.ts `within`), so that the row and the change commit together.
- */
-export type RecordIn = (tx: Prisma.TransactionClient, detail: Record<string, unknown>) => Promise<void>;
 
 export interface StoredKey {
   readonly kid: string;
@@ -38,6 +37,13 @@ export class KeyRotationError extends Error {
 export interface Rotation {
   readonly next: StoredKey;
   readonly replaced: StoredKey;
+}
+
+/** A key whose private part was erased: past its `retiredAt`, it will never sign or be published again. */
+export interface ErasedKey {
+  readonly kid: string;
+  readonly alg: string;
+  readonly retiredAt: Date;
 }
 
 const stored = (row: SigningKey): StoredKey => ({
@@ -77,45 +83,46 @@ export function signingKeyStore(prisma: PrismaClient) {
     },
 
     /**
-     * Adds `next`, current from `publishAheadMs` after now, and schedules the key it replaces:
-     * retiring then, retired `retireAfterMs` later; `record` writes its audit row (`key.rotated`)
-     * in the same transaction. Refused when no key exists yet, or when a rotation is under way.
+     * In `tx`, adds `next`, current from `publishAheadMs` after now, and schedules the key it
+     * replaces: retiring then, retired `retireAfterMs` later. Refused when no key exists yet, or
+     * when a rotation is under way.
      */
-    async rotate(next: Pick<NewKey, 'kid' | 'alg' | 'publicJwk' | 'sealed'>, times: { publishAheadMs: number; retireAfterMs: number },
-      record: RecordIn, timeoutMs?: number): Promise<Rotation> {
-      return prisma.$transaction(async (tx) => {
-        await lock(tx);
-        const now = await databaseNow(tx);
-        const open = await tx.signingKey.findFirst({ where: { retiringAt: null } });
-        if (!open) throw new KeyRotationError('there is no signing key to replace yet: start the service once, it stores the first one');
-        if (open.currentAt > now) {
-          throw new KeyRotationError(`a rotation is under way: key ${open.kid} becomes current at ${open.currentAt.toISOString()}; rotate again after that`);
-        }
-        const currentAt = new Date(now.getTime() + times.publishAheadMs);
-        const retiredAt = new Date(currentAt.getTime() + times.retireAfterMs);
-        const replaced = await tx.signingKey.update({ where: { kid: open.kid }, data: { retiringAt: currentAt, retiredAt } });
-        const created = await tx.signingKey.create({ data: row({ ...next, currentAt, retiringAt: null, retiredAt: null }) });
-        await record(tx, { kid: created.kid, alg: created.alg, current_at: currentAt.toISOString(), replaces: replaced.kid, replaced_retired_at: retiredAt.toISOString() });
-        return { next: stored(created), replaced: stored(replaced) };
-      }, timeoutMs === undefined ? {} : { timeout: timeoutMs });
+    async rotate(tx: Prisma.TransactionClient, next: Pick<NewKey, 'kid' | 'alg' | 'publicJwk' | 'sealed'>,
+      times: { publishAheadMs: number; retireAfterMs: number }): Promise<Rotation> {
+      await lock(tx);
+      const now = await databaseNow(tx);
+      const open = await tx.signingKey.findFirst({ where: { retiringAt: null } });
+      if (!open) throw new KeyRotationError('there is no signing key to replace yet: start the service once, it stores the first one');
+      if (open.currentAt > now) {
+        throw new KeyRotationError(`a rotation is under way: key ${open.kid} becomes current at ${open.currentAt.toISOString()}; rotate again after that`);
+      }
+      const currentAt = new Date(now.getTime() + times.publishAheadMs);
+      const retiredAt = new Date(currentAt.getTime() + times.retireAfterMs);
+      const replaced = await tx.signingKey.update({ where: { kid: open.kid }, data: { retiringAt: currentAt, retiredAt } });
+      const created = await tx.signingKey.create({ data: row({ ...next, currentAt, retiringAt: null, retiredAt: null }) });
+      return { next: stored(created), replaced: stored(replaced) };
     },
 
     /**
-     * Erases the private part of every key past its `retired_at` (none will sign or be published
-     * again); `record` writes each one's audit row (`key.retired`) in the same transaction. Safe
-     * with several instances: a key is erased, and recorded, by exactly one of them.
+     * In `tx`, erases the private part of every key past its `retired_at`. Safe with several
+     * instances: a key is erased, and so recorded, by exactly one of them.
      */
-    async eraseRetired(record: RecordIn): Promise<string[]> {
-      return prisma.$transaction(async (tx) => {
-        const erased = await tx.$queryRaw<{ kid: string; alg: string; retired_at: Date }[]>`
-          UPDATE signing_keys SET private_jwk = NULL
-          WHERE retired_at <= clock_timestamp() AND private_jwk IS NOT NULL
-          RETURNING kid, alg, retired_at`;
-        for (const key of erased) await record(tx, { kid: key.kid, alg: key.alg, retired_at: key.retired_at.toISOString() });
-        return erased.map((key) => key.kid);
-      });
+    async eraseRetired(tx: Prisma.TransactionClient): Promise<ErasedKey[]> {
+      const erased = await tx.$queryRaw<{ kid: string; alg: string; retired_at: Date }[]>`
+        UPDATE signing_keys SET private_jwk = NULL
+        WHERE retired_at <= clock_timestamp() AND private_jwk IS NOT NULL
+        RETURNING kid, alg, retired_at`;
+      return erased.map((key) => ({ kid: key.kid, alg: key.alg, retiredAt: key.retired_at }));
     },
   };
 }
+
+/** A rotation's audit detail (`key.rotated`). */
+export const rotationDetail = ({ next, replaced }: Rotation) => ({
+  kid: next.kid, alg: next.alg, current_at: next.currentAt.toISOString(), replaces: replaced.kid, replaced_retired_at: replaced.retiredAt!.toISOString(),
+});
+
+/** An erased key's audit detail (`key.retired`). */
+export const retirementDetail = (key: ErasedKey) => ({ kid: key.kid, alg: key.alg, retired_at: key.retiredAt.toISOString() });
 
 export type SigningKeyStore = ReturnType<typeof signingKeyStore>;

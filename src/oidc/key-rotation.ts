@@ -24,12 +24,12 @@ import type { Middleware } from 'koa';
 import mount from 'koa-mount';
 import type Provider from 'oidc-provider';
 import { SYSTEM } from '../audit/audit-log.js';
-import type { AuditLog } from '../audit/audit-log.js';
+import type { ChangeTransaction } from '../audit/records.js';
 import type { Config } from '../config.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import type { Logger } from '../ops/logger.js';
 import { keyEncryption } from '../keys/key-encryption.js';
-import { signingKeyStore } from '../keys/signing-keys.js';
+import { retirementDetail, signingKeyStore } from '../keys/signing-keys.js';
 import { keyReader } from '../keys/key-reader.js';
 import type { OpenKey } from '../keys/key-reader.js';
 import { jwksFileKeys, seedRows, seedSource } from '../keys/key-seed.js';
@@ -44,10 +44,10 @@ export interface SigningKeys {
   readonly jwks: Jwks;
   /**
    * Starts the reads; the middleware serves each request with the provider of its moment (in
-   * place of `mount(front)`). `audit` records the keys that retire; `log` gets a read that failed
-   * (the keys read before stay in use).
+   * place of `mount(front)`). `changes` erases the keys that retire with their audit rows
+   * (audit/records.ts `records.change`); `log` gets a read that failed (the keys read before stay in use).
    */
-  serve(front: Provider, build: (jwks: Jwks) => Provider, on: { audit: AuditLog; log: (error: unknown) => void }): Middleware;
+  serve(front: Provider, build: (jwks: Jwks) => Provider, on: { changes: ChangeTransaction; log: (error: unknown) => void }): Middleware;
   /**
    * The public keys published now, a retiring key's included, as of the last read. A key signs
    * only after two reads have published it, so what the service signed always verifies here.
@@ -103,7 +103,7 @@ export async function loadSigningKeys({ prisma, config, logger }: SigningKeyDepe
   return {
     jwks: { keys: initial.map((key) => key.privateJwk) },
 
-    serve(front, build, { audit, log }) {
+    serve(front, build, { changes, log }) {
       const built = new Map<string, Middleware>([[initial.map((key) => key.kid).join(' '), mount(front)]]);
       const providerFor = (published: OpenKey[]) => {
         const provider = build({ keys: published.map((key) => key.privateJwk) });
@@ -130,7 +130,11 @@ export async function loadSigningKeys({ prisma, config, logger }: SigningKeyDepe
         keys = await reader.read();
         plan();
         if (keys.some((key) => stateAt(key, clock()) === 'retired')) {
-          const erased = await audit.within((write) => store.eraseRetired((tx, detail) => write(tx, 'key.retired', { detail }, { actor: SYSTEM })));
+          const erased = await changes(async (tx, record) => {
+            const retired = await store.eraseRetired(tx);
+            for (const key of retired) await record.audit('key.retired', { detail: retirementDetail(key) }, { actor: SYSTEM });
+            return retired.map((key) => key.kid);
+          });
           if (erased.length) logger.info({ kids: erased }, 'signing keys retired');
         }
       };

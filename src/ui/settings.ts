@@ -17,6 +17,7 @@ import { previousSecretWorks } from '../clients/client-settings.js';
 import type { ClientSettings } from '../clients/client-settings.js';
 import { ClientInputError } from '../clients/client-store.js';
 import { EVENT_CATALOGUE, EVENT_TYPES } from '../webhooks/events.js';
+import type { WebhookEndpoints } from '../webhooks/webhook-endpoints.js';
 import type { WebhookService } from '../webhooks/webhook-service.js';
 import { WebhookInputError } from '../webhooks/webhook-service.js';
 import { checkCsrf, csrfToken, renewCsrf } from './csrf.js';
@@ -35,7 +36,10 @@ export interface SettingsDependencies {
   /** The client secret check (clients/credentials.ts): the same everywhere a client authenticates. */
   checkSecret: SecretCheck;
   settings: ClientSettings;
-  webhooks: WebhookService;
+  /** The client's webhook endpoints (webhooks/webhook-endpoints.ts). */
+  endpoints: WebhookEndpoints;
+  /** Their deliveries and test events. */
+  webhooks: Pick<WebhookService, 'deliveries' | 'sendTest'>;
   views: Views;
   body: Middleware;
   clock: () => Date;
@@ -60,7 +64,7 @@ type Extra = { error?: string; notice?: string; newClientSecret?: string; newWeb
 
 /** The page's GET and POST; its path and what else it answers: http/route-table.ts. */
 export function settingsRoutes(deps: SettingsDependencies): { GET: Middleware; POST: Middleware } {
-  const { views, webhooks, clock } = deps;
+  const { views, endpoints, webhooks, clock } = deps;
 
   function signInPage(ctx: Context, locals: { error?: string; clientId?: string; notice?: string } = {}, status = 200) {
     ctx.set('Cache-Control', 'no-store');
@@ -77,7 +81,7 @@ export function settingsRoutes(deps: SettingsDependencies): { GET: Middleware; P
       previousSecret: { works: previousSecretWorks(client, clock()), until: client.previousSecretExpiresAt?.toISOString() ?? null },
       graceChoices: graceChoices(deps.settings.defaultGraceMs),
       now: clock(),
-      endpoints: await webhooks.store.list(client.clientId),
+      endpoints: await endpoints.list(client.clientId),
       deliveries: await webhooks.deliveries(client.clientId, undefined, 20),
       eventTypes: EVENT_TYPES.map((type) => ({ type, id: `event_${type.replace('.', '_')}`, when: EVENT_CATALOGUE[type].when })),
       form: {},
@@ -153,22 +157,22 @@ export function settingsRoutes(deps: SettingsDependencies): { GET: Middleware; P
         }
         case 'add_webhook': {
           const events = eventsField(ctx);
-          const { endpoint, secret } = await webhooks.addEndpoint(client.clientId, { url: field(ctx, 'url'), events }, context);
+          const { endpoint, secret } = await endpoints.add(client.clientId, { url: field(ctx, 'url'), events }, context);
           return await settingsPage(ctx, client, { newWebhook: { url: endpoint.url, secret } }, 201);
         }
         case 'rotate_webhook_secret': {
-          const rotated = await webhooks.rotateSecret(client.clientId, id, { graceMs: graceField(ctx, deps.settings.defaultGraceMs) }, context);
+          const rotated = await endpoints.rotateSecret(client.clientId, id, { graceMs: graceField(ctx, deps.settings.defaultGraceMs) }, context);
           if (!rotated) throw new ServiceError('not_found', 'This application has no webhook endpoint with that id.');
           const { endpoint } = rotated;
           const previousUntil = endpoint.previousSecret ? endpoint.previousSecretExpiresAt!.toISOString() : null;
           return await settingsPage(ctx, client, { newWebhook: { url: endpoint.url, secret: rotated.secret, previousUntil } });
         }
         case 'delete_webhook':
-          if (!await webhooks.removeEndpoint(client.clientId, id, context)) throw new ServiceError('not_found', 'This application has no webhook endpoint with that id.');
+          if (!await endpoints.remove(client.clientId, id, context)) throw new ServiceError('not_found', 'This application has no webhook endpoint with that id.');
           return back('deleted');
         case 'enable_webhook':
         case 'disable_webhook':
-          if (!await webhooks.store.setEnabled(client.clientId, id, action === 'enable_webhook')) {
+          if (!await endpoints.setEnabled(client.clientId, id, action === 'enable_webhook')) {
             throw new ServiceError('not_found', 'This application has no webhook endpoint with that id.');
           }
           return back(action === 'enable_webhook' ? 'enabled' : 'disabled');

@@ -23,6 +23,7 @@ import { noteClient } from '../http/access-log.js';
 import type { Client } from '../generated/prisma/client.js';
 import { authenticateClient, basicCredentials } from '../clients/credentials.js';
 import type { SecretCheck } from '../clients/credentials.js';
+import type { WebhookEndpoints } from '../webhooks/webhook-endpoints.js';
 import type { WebhookService } from '../webhooks/webhook-service.js';
 import { WebhookInputError } from '../webhooks/webhook-service.js';
 import { endpointView } from '../webhooks/webhook-store.js';
@@ -37,7 +38,10 @@ export interface WebhooksApiDependencies {
   findClient: (clientId: string) => Promise<Client | null>;
   /** The client secret check (clients/credentials.ts): the same everywhere a client authenticates. */
   checkSecret: SecretCheck;
-  webhooks: WebhookService;
+  /** The client's webhook endpoints (webhooks/webhook-endpoints.ts). */
+  endpoints: WebhookEndpoints;
+  /** Their deliveries and test events. */
+  webhooks: Pick<WebhookService, 'deliveries' | 'sendTest'>;
   body: Middleware;
 }
 
@@ -66,7 +70,7 @@ function query(ctx: Context, name: string): string | undefined {
 }
 
 /** The API's methods; its path and what else it answers: http/route-table.ts. */
-export function webhooksApi({ findClient, checkSecret, webhooks, body }: WebhooksApiDependencies): { GET: Middleware; POST: Middleware; DELETE: Middleware } {
+export function webhooksApi({ findClient, checkSecret, endpoints, webhooks, body }: WebhooksApiDependencies): { GET: Middleware; POST: Middleware; DELETE: Middleware } {
   const notFound = () => new ServiceError('not_found', 'this client has no webhook endpoint with that id');
 
   async function authenticate(ctx: Context): Promise<Client> {
@@ -95,13 +99,13 @@ export function webhooksApi({ findClient, checkSecret, webhooks, body }: Webhook
     const action = query(ctx, 'action');
     if (!id) {
       if (action) throw new ServiceError('invalid_request', `action=${action} needs an id`);
-      ctx.body = { webhooks: (await webhooks.store.list(client.clientId)).map(endpointView) };
+      ctx.body = { webhooks: (await endpoints.list(client.clientId)).map(endpointView) };
       return;
     }
     if (action !== undefined && action !== 'deliveries') {
       throw new ServiceError('invalid_request', 'action must be deliveries (GET), or test, enable, disable or rotate_secret (POST)');
     }
-    const endpoint = await webhooks.store.find(client.clientId, id);
+    const endpoint = await endpoints.find(client.clientId, id);
     if (!endpoint) throw notFound();
     if (action === undefined) {
       ctx.body = endpointView(endpoint);
@@ -135,7 +139,7 @@ export function webhooksApi({ findClient, checkSecret, webhooks, body }: Webhook
       const input = (ctx.request as { body?: unknown }).body;
       if (!input || typeof input !== 'object' || Array.isArray(input)) throw new ServiceError('invalid_request', 'the body must be a JSON object {url, events}');
       const { url, events } = input as Record<string, unknown>;
-      const { endpoint, secret } = await webhooks.addEndpoint(client.clientId, { url, events }, requestContext(ctx, clientActor(client.clientId)));
+      const { endpoint, secret } = await endpoints.add(client.clientId, { url, events }, requestContext(ctx, clientActor(client.clientId)));
       ctx.status = 201;
       ctx.body = { ...endpointView(endpoint), secret };
       return;
@@ -146,7 +150,7 @@ export function webhooksApi({ findClient, checkSecret, webhooks, body }: Webhook
     if (action === 'rotate_secret') {
       const grace = query(ctx, 'grace');
       const graceMs = grace === undefined ? undefined : requireGrace(grace, (problem) => new ServiceError('invalid_request', `grace ${problem}`));
-      const rotated = await webhooks.rotateSecret(client.clientId, id, graceMs === undefined ? {} : { graceMs }, requestContext(ctx, clientActor(client.clientId)));
+      const rotated = await endpoints.rotateSecret(client.clientId, id, graceMs === undefined ? {} : { graceMs }, requestContext(ctx, clientActor(client.clientId)));
       if (!rotated) throw notFound();
       ctx.body = { ...endpointView(rotated.endpoint), secret: rotated.secret };
     } else if (action === 'test') {
@@ -155,8 +159,8 @@ export function webhooksApi({ findClient, checkSecret, webhooks, body }: Webhook
       ctx.status = 202;
       ctx.body = { event_id: sent.eventId, delivery_id: sent.messageId };
     } else {
-      if (!await webhooks.store.setEnabled(client.clientId, id, action === 'enable')) throw notFound();
-      const endpoint = await webhooks.store.find(client.clientId, id);
+      if (!await endpoints.setEnabled(client.clientId, id, action === 'enable')) throw notFound();
+      const endpoint = await endpoints.find(client.clientId, id);
       if (!endpoint) throw notFound(); // deleted in the meantime
       ctx.body = endpointView(endpoint);
     }
@@ -166,7 +170,7 @@ export function webhooksApi({ findClient, checkSecret, webhooks, body }: Webhook
     const client = await authenticate(ctx);
     const id = query(ctx, 'id');
     if (!id) throw new ServiceError('invalid_request', "missing required parameter 'id'");
-    if (!await webhooks.removeEndpoint(client.clientId, id, requestContext(ctx, clientActor(client.clientId)))) throw notFound();
+    if (!await endpoints.remove(client.clientId, id, requestContext(ctx, clientActor(client.clientId)))) throw notFound();
     ctx.status = 204;
   });
 

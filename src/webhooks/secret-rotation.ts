@@ -5,25 +5,25 @@
  * drops the old secret at once (a leaked secret). The change and its audit row
  * (`webhook.secret_rotated`) commit together.
  *
- * @example const rotated = await rotateEndpointSecret({ prisma, audit, clock }, clientId, endpointId, 3_600_000, context);
+ * @example const rotated = await rotateEndpointSecret({ changes: records.change, clock }, clientId, endpointId, 3_600_000, context);
  */
-import type { AuditContext, AuditLog } from '../audit/audit-log.js';
+import type { AuditContext } from '../audit/audit-log.js';
+import type { ChangeTransaction } from '../audit/records.js';
 import { graceEnd } from '../clients/secret-grace.js';
 import { formatGrace } from '../config/durations.js';
-import type { PrismaClient } from '../generated/prisma/client.js';
 import { generateSigningSecret } from './signing.js';
 import { isWellFormedEndpointId } from './webhook-store.js';
 import type { WebhookEndpoint } from './webhook-store.js';
 
 export interface RotationDependencies {
-  prisma: PrismaClient;
-  audit: AuditLog;
+  /** Where the change is made with its audit row (audit/records.ts `records.change`). */
+  changes: ChangeTransaction;
   clock: () => Date;
 }
 
 /** The endpoint as it now is and its new secret; undefined when the client has no such endpoint. */
 export async function rotateEndpointSecret(
-  { prisma, audit, clock }: RotationDependencies,
+  { changes, clock }: RotationDependencies,
   clientId: string,
   endpointId: string,
   graceMs: number,
@@ -31,7 +31,7 @@ export async function rotateEndpointSecret(
 ): Promise<{ endpoint: WebhookEndpoint; secret: string } | undefined> {
   if (!isWellFormedEndpointId(endpointId)) return undefined;
   const secret = generateSigningSecret();
-  return audit.within((write) => prisma.$transaction(async (tx) => {
+  return changes(async (tx, record) => {
     // Locked until commit: two rotations at once take turns, and neither's secret is lost.
     const [held] = await tx.$queryRaw<{ secret: string }[]>`
       SELECT secret FROM webhook_endpoints WHERE id = ${endpointId} AND client_id = ${clientId} FOR UPDATE`;
@@ -42,7 +42,7 @@ export async function rotateEndpointSecret(
       data: { secret, previousSecret: graceMs > 0 ? held.secret : null, previousSecretExpiresAt: until },
     });
     const detail = { webhook_id: endpointId, grace: formatGrace(graceMs), previous_secret_expires_at: until.toISOString() };
-    await write(tx, 'webhook.secret_rotated', { client: clientId, detail }, context);
+    await record.audit('webhook.secret_rotated', { client: clientId, detail }, context);
     return { endpoint, secret };
-  }));
+  });
 }

@@ -14,7 +14,7 @@ import { hashClientSecret } from '../../src/clients/credentials.js';
 import { createLogger } from '../../src/ops/logger.js';
 import { NO_METRICS } from '../../src/ops/metrics.js';
 import { createWebhookService } from '../../src/webhooks/webhook-service.js';
-import type { WebhookService } from '../../src/webhooks/webhook-service.js';
+import { createWebhookEndpoints } from '../../src/webhooks/webhook-endpoints.js';
 import { openTestDatabase } from '../helpers/databases.js';
 import type { TestStore } from '../helpers/databases.js';
 import { createWriteSender } from '../../src/store/write-sender.js';
@@ -48,15 +48,14 @@ describe('writing (postgres)', () => {
   let store: TestStore;
   let lines: Record<string, unknown>[];
   let audit: AuditLog;
-  let webhooks: WebhookService;
   let records: Records;
   beforeAll(async () => {
     store = await openTestDatabase('postgres', { migrated: true });
     const logger = createLogger({ level: 'info', destination: { write: (line: string) => { lines.push(JSON.parse(line) as Record<string, unknown>); } } });
     audit = createAuditLog({ logger });
-    webhooks = createWebhookService({
+    const webhooks = createWebhookService({
       prisma: store.db.prisma, clock: () => new Date(), policy: testPolicy(), retryBaseMs: 1000,
-      log: (error) => { throw error; }, audit,
+      log: (error) => { throw error; },
     });
     records = createRecords({
       transaction: (run, options) => store.db.prisma.$transaction(run, options), audit, webhooks, metrics: NO_METRICS,
@@ -112,7 +111,8 @@ describe('writing (postgres)', () => {
 
   test('a secret rotation that fails before its commit leaves no audit row, no webhook event, and the old secret', async () => {
     const { client, clientSecret } = await createClientStore(store.db.prisma, records.change).register({ clientName: 'Rotating', redirectUri: 'https://app.example/cb' });
-    await webhooks.addEndpoint(client.clientId, { url: 'http://127.0.0.1:9/hook', events: ['client.secret_rotated'] });
+    const endpoints = createWebhookEndpoints({ prisma: store.db.prisma, changes: records.change, policy: testPolicy(), clock: () => new Date() });
+    await endpoints.add(client.clientId, { url: 'http://127.0.0.1:9/hook', events: ['client.secret_rotated'] });
     await store.db.prisma.auditEvent.deleteMany({});
     lines = [];
     // The rotation, its outbox row and its audit row are all written; then the transaction fails.

@@ -32,7 +32,7 @@ describe('records (postgres)', () => {
     store = await openTestDatabase('postgres', { migrated: true });
     const logger = createLogger({ level: 'info', destination: { write: (line: string) => { lines.push(JSON.parse(line) as Record<string, unknown>); } } });
     const audit = createAuditLog({ logger });
-    const webhooks = createWebhookService({ prisma: store.db.prisma, clock: () => new Date(), policy: testPolicy(), retryBaseMs: 1000, log: (error) => { throw error; }, audit });
+    const webhooks = createWebhookService({ prisma: store.db.prisma, clock: () => new Date(), policy: testPolicy(), retryBaseMs: 1000, log: (error) => { throw error; } });
     const sql: typeof store.db.sql = (query) => {
       if (query.text === WRITE.text) statements += 1;
       return store.db.sql(query);

@@ -120,7 +120,7 @@ describe('round trips per request (postgres + redis)', () => {
     beforeAll(async () => {
       subscribed = await registerClient(t);
       // Nothing listens there: deliveries fail later, in the worker, which is not counted.
-      await t.app.webhooks.addEndpoint(subscribed.client_id, { url: 'http://127.0.0.1:9/hook', events: ['authorization.granted', 'token.issued'] });
+      await t.app.webhookEndpoints.add(subscribed.client_id, { url: 'http://127.0.0.1:9/hook', events: ['authorization.granted', 'token.issued'] });
     });
     const deliveries = (eventType: string) => t.app.db.prisma.webhookDelivery.count({ where: { eventType, endpoint: { clientId: subscribed.client_id } } });
 

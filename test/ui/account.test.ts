@@ -64,7 +64,7 @@ describe.each<Mode>(['postgres', 'embedded'])('accounts people look after themse
     t = await startTestApp({ mode, env: { SMTP_URL: box.url, MAIL_FROM: 'Accounts <accounts@example.com>', MAIL_RETRY_BASE_MS: '200', TRUST_PROXY: '1', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' } });
     app = await registerClient(t, 'http://localhost:9999/callback', 'Photo App');
     // Nothing listens there: the events are read from the outbox.
-    await t.app.webhooks.addEndpoint(app.client_id, { url: 'http://127.0.0.1:9/hook', events: ['user.password_reset', 'token.revoked'] });
+    await t.app.webhookEndpoints.add(app.client_id, { url: 'http://127.0.0.1:9/hook', events: ['user.password_reset', 'token.revoked'] });
   });
   afterAll(async () => {
     await t?.close();

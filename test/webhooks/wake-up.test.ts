@@ -18,6 +18,7 @@ import type { DeliveryWorker } from '../../src/webhooks/delivery.js';
 import { createOutbox, enqueue, newEventId } from '../../src/webhooks/outbox.js';
 import { sendAttempt } from '../../src/webhooks/send.js';
 import { createWebhookService } from '../../src/webhooks/webhook-service.js';
+import { createWebhookEndpoints } from '../../src/webhooks/webhook-endpoints.js';
 import { openTestDatabase } from '../helpers/databases.js';
 import type { StoreKind, TestStore } from '../helpers/databases.js';
 import { startReceiver } from '../helpers/receiver.js';
@@ -44,13 +45,14 @@ describe.each<StoreKind>(['postgres', 'embedded'])('worker wake-up (%s)', (kind)
     const { prisma } = store.db;
     const audit = createAuditLog({ logger: createLogger({ level: 'silent' }) });
     const webhooks = createWebhookService({
-      prisma, clock: () => new Date(), policy: POLICY, retryBaseMs: 1000, log: () => {}, audit,
+      prisma, clock: () => new Date(), policy: POLICY, retryBaseMs: 1000, log: () => {},
     });
     const records = createRecords({
       transaction: (run, options) => prisma.$transaction(run, options), audit, webhooks, metrics: NO_METRICS, send: createWriteSender(store.db.sql, { byTurn: false }),
     });
     const { client } = await createClientStore(prisma, records.change).register({ clientName: 'Wake', redirectUri: 'http://localhost:9999/cb' });
-    const { endpoint } = await webhooks.addEndpoint(client.clientId, { url: receiver.url('/wake'), events: ['client.updated'] });
+    const endpoints = createWebhookEndpoints({ prisma, changes: records.change, policy: POLICY, clock: () => new Date() });
+    const { endpoint } = await endpoints.add(client.clientId, { url: receiver.url('/wake'), events: ['client.updated'] });
 
     // The first cycle finds nothing to claim, then waits at its last read until released.
     const outbox = createOutbox(prisma);
