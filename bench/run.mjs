@@ -7,7 +7,8 @@
  * process (Debian's wrk when installed, else autocannon; 32 connections; fresh login flows: 8
  * browsers). Each figure: a warm-up,
  * then the median of 3 runs of 8 s. Costs per request are counted on the stores' side
- * (bench/lib/counters.mjs) and from /proc (the server's CPU time and RSS).
+ * (bench/lib/counters.mjs) and from /proc (the server's CPU time and RSS); a row's notes name the
+ * deadlocks and rolled-back transactions PostgreSQL counted over its runs.
  *
  * With `--against <git-ref>` or `--variants NAME=a,b` the service is measured as two sides, A
  * and B, taking turns row by row over `--rounds` rounds (bench/lib/ab-plan.mjs), and a second
@@ -174,6 +175,11 @@ async function measure(target, rowId, { server = target.server, counters = targe
   const notes = [];
   if (unexpected) notes.push(`${unexpected} unexpected answers: ${JSON.stringify(runs.map((run) => run.statuses))}`);
   if (errors) notes.push(`${errors} connection errors or timeouts`);
+  // What the database refused over the runs: a failed shared write statement is a rollback (then sent again request by request).
+  const deadlocks = (after.pgDeadlocks ?? NaN) - (before.pgDeadlocks ?? NaN);
+  const rollbacks = (after.pgRollbacks ?? NaN) - (before.pgRollbacks ?? NaN);
+  if (deadlocks > 0) notes.push(`${deadlocks} PostgreSQL deadlocks`);
+  if (rollbacks > 0) notes.push(`${rollbacks} PostgreSQL transactions rolled back`);
   if (runs.some((run) => run.exhausted)) notes.push(`ran out of fresh inputs after ${runs.map((run) => fmt(run.seconds, 1)).join(', ')} s`);
   if (row.perFlow) notes.push(`costs per flow (${fmt(runs.reduce((sum, run) => sum + run.httpRequests, 0) / requests, 1)} HTTP requests each)`);
   // The flow driver is Node, on the same cores as the service: its own CPU is part of the picture.
@@ -186,6 +192,8 @@ async function measure(target, rowId, { server = target.server, counters = targe
     p50: middle.p50,
     p99: middle.p99,
     pg: perRequest(before.pg, after.pg, requests),
+    pgDeadlocks: deadlocks,
+    pgRollbacks: rollbacks,
     redis: perRequest(before.redis, after.redis, requests),
     cpuUs: cpuUs / requests,
     rssMb: rss / 2 ** 20,
