@@ -3,7 +3,8 @@
  *
  * Builds the service, then starts each server under test in its own process — bare Koa, the
  * stock oidc-provider with a Map adapter (P), and this service (`node dist/launch.cjs`, as
- * `npm start` runs it) on PostgreSQL + Redis, through PgBouncer + Redis, and embedded — and drives each from another
+ * `npm start` runs it) on PostgreSQL + Redis, through PgBouncer + Redis, and embedded, the
+ * service's modes side by side and each row measured on them in turns — and drives each from another
  * process (Debian's wrk when installed, else autocannon; 32 connections; fresh login flows: 8
  * browsers). Each figure: a warm-up,
  * then the median of 3 runs of 8 s. Costs per request are counted on the stores' side
@@ -259,21 +260,16 @@ async function main() {
     argon2Rate = median(rates);
   }
 
-  for (const mode of modes) {
-    const label = LABELS[mode];
-    log(`${label}: preparing`);
-    if (comparison) {
+  if (comparison) {
+    for (const mode of modes) {
+      const label = LABELS[mode];
+      log(`${label}: preparing`);
       figures.push(...(await compare(mode, label)));
       for (const side of comparison.sides) printProfiles(`${label}, ${side.id}`, `${mode}-${side.id}`, figures);
-      continue;
     }
-    const service = await prepare(mode, label);
-    try {
-      for (const row of rows) results.push(await measureRow(service, row));
-    } finally {
-      await service.close();
-    }
-    printProfiles(label, mode);
+  } else {
+    results.push(...(await measureModes()));
+    for (const mode of modes) printProfiles(LABELS[mode], mode);
   }
   against?.remove();
 
@@ -315,6 +311,28 @@ async function main() {
       throw error;
     }
     return { ...service, kind: 'service', label };
+  }
+  /**
+   * Every mode's service at once, each row measured on them in turns (the modes' order reversed
+   * from one row to the next): the modes' figures of a row are taken side by side, as an A/B's
+   * are, not minutes apart while the machine's other work comes and goes. The figures come back
+   * mode by mode, as the table lists them.
+   */
+  async function measureModes() {
+    const services = {};
+    const measured = [];
+    try {
+      for (const mode of modes) {
+        log(`${LABELS[mode]}: preparing`);
+        services[mode] = await prepare(mode, LABELS[mode]);
+      }
+      for (const [i, row] of rows.entries()) {
+        for (const mode of i % 2 ? [...modes].reverse() : modes) measured.push({ mode, row, result: await measureRow(services[mode], row) });
+      }
+    } finally {
+      for (const service of Object.values(services)) await service.close();
+    }
+    return modes.flatMap((mode) => rows.flatMap((row) => measured.filter((m) => m.mode === mode && m.row === row).map((m) => m.result)));
   }
   /** One row of a prepared service; the 429 row on a second instance with the default limits. */
   async function measureRow(target, row, title = row) {
