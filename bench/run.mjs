@@ -327,12 +327,12 @@ async function main() {
         services[mode] = await prepare(mode, LABELS[mode]);
       }
       for (const [i, row] of rows.entries()) {
-        for (const mode of i % 2 ? [...modes].reverse() : modes) measured.push({ mode, row, result: await measureRow(services[mode], row) });
+        for (const mode of i % 2 ? [...modes].reverse() : modes) measured.push({ at: [modes.indexOf(mode), i], result: await measureRow(services[mode], row) });
       }
     } finally {
       for (const service of Object.values(services)) await service.close();
     }
-    return modes.flatMap((mode) => rows.flatMap((row) => measured.filter((m) => m.mode === mode && m.row === row).map((m) => m.result)));
+    return measured.sort((a, b) => a.at[0] - b.at[0] || a.at[1] - b.at[1]).map((m) => m.result);
   }
   /** One row of a prepared service; the 429 row on a second instance with the default limits. */
   async function measureRow(target, row, title = row) {
