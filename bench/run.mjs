@@ -3,11 +3,13 @@
  *
  * Builds the service, then starts each server under test in its own process — bare Koa, the
  * stock oidc-provider with a Map adapter (P), and this service (`node dist/launch.cjs`, as
- * `npm start` runs it) on PostgreSQL + Redis, through PgBouncer + Redis, and embedded — and drives each from another
+ * `npm start` runs it) on PostgreSQL + Redis, through PgBouncer + Redis, and embedded, the
+ * service's modes side by side and each row measured on them in turns — and drives each from another
  * process (Debian's wrk when installed, else autocannon; 32 connections; fresh login flows: 8
  * browsers). Each figure: a warm-up,
  * then the median of 3 runs of 8 s. Costs per request are counted on the stores' side
- * (bench/lib/counters.mjs) and from /proc (the server's CPU time and RSS).
+ * (bench/lib/counters.mjs) and from /proc (the server's CPU time and RSS); a row's notes name the
+ * deadlocks and rolled-back transactions PostgreSQL counted over its runs.
  *
  * With `--against <git-ref>` or `--variants NAME=a,b` the service is measured as two sides, A
  * and B, taking turns row by row over `--rounds` rounds (bench/lib/ab-plan.mjs), and a second
@@ -174,6 +176,11 @@ async function measure(target, rowId, { server = target.server, counters = targe
   const notes = [];
   if (unexpected) notes.push(`${unexpected} unexpected answers: ${JSON.stringify(runs.map((run) => run.statuses))}`);
   if (errors) notes.push(`${errors} connection errors or timeouts`);
+  // What the database refused over the runs: a failed shared write statement is a rollback (then sent again request by request).
+  const deadlocks = (after.pgDeadlocks ?? NaN) - (before.pgDeadlocks ?? NaN);
+  const rollbacks = (after.pgRollbacks ?? NaN) - (before.pgRollbacks ?? NaN);
+  if (deadlocks > 0) notes.push(`${deadlocks} PostgreSQL deadlocks`);
+  if (rollbacks > 0) notes.push(`${rollbacks} PostgreSQL transactions rolled back`);
   if (runs.some((run) => run.exhausted)) notes.push(`ran out of fresh inputs after ${runs.map((run) => fmt(run.seconds, 1)).join(', ')} s`);
   if (row.perFlow) notes.push(`costs per flow (${fmt(runs.reduce((sum, run) => sum + run.httpRequests, 0) / requests, 1)} HTTP requests each)`);
   // The flow driver is Node, on the same cores as the service: its own CPU is part of the picture.
@@ -186,6 +193,8 @@ async function measure(target, rowId, { server = target.server, counters = targe
     p50: middle.p50,
     p99: middle.p99,
     pg: perRequest(before.pg, after.pg, requests),
+    pgDeadlocks: deadlocks,
+    pgRollbacks: rollbacks,
     redis: perRequest(before.redis, after.redis, requests),
     cpuUs: cpuUs / requests,
     rssMb: rss / 2 ** 20,
@@ -251,21 +260,16 @@ async function main() {
     argon2Rate = median(rates);
   }
 
-  for (const mode of modes) {
-    const label = LABELS[mode];
-    log(`${label}: preparing`);
-    if (comparison) {
+  if (comparison) {
+    for (const mode of modes) {
+      const label = LABELS[mode];
+      log(`${label}: preparing`);
       figures.push(...(await compare(mode, label)));
       for (const side of comparison.sides) printProfiles(`${label}, ${side.id}`, `${mode}-${side.id}`, figures);
-      continue;
     }
-    const service = await prepare(mode, label);
-    try {
-      for (const row of rows) results.push(await measureRow(service, row));
-    } finally {
-      await service.close();
-    }
-    printProfiles(label, mode);
+  } else {
+    results.push(...(await measureModes()));
+    for (const mode of modes) printProfiles(LABELS[mode], mode);
   }
   against?.remove();
 
@@ -307,6 +311,28 @@ async function main() {
       throw error;
     }
     return { ...service, kind: 'service', label };
+  }
+  /**
+   * Every mode's service at once, each row measured on them in turns (the modes' order reversed
+   * from one row to the next): the modes' figures of a row are taken side by side, as an A/B's
+   * are, not minutes apart while the machine's other work comes and goes. The figures come back
+   * mode by mode, as the table lists them.
+   */
+  async function measureModes() {
+    const services = {};
+    const measured = [];
+    try {
+      for (const mode of modes) {
+        log(`${LABELS[mode]}: preparing`);
+        services[mode] = await prepare(mode, LABELS[mode]);
+      }
+      for (const [i, row] of rows.entries()) {
+        for (const mode of i % 2 ? [...modes].reverse() : modes) measured.push({ at: [modes.indexOf(mode), i], result: await measureRow(services[mode], row) });
+      }
+    } finally {
+      for (const service of Object.values(services)) await service.close();
+    }
+    return measured.sort((a, b) => a.at[0] - b.at[0] || a.at[1] - b.at[1]).map((m) => m.result);
   }
   /** One row of a prepared service; the 429 row on a second instance with the default limits. */
   async function measureRow(target, row, title = row) {

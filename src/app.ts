@@ -190,7 +190,7 @@ export async function createApp(config: Config, logging: OpsLogger | Logger = cr
   // The request path's reads and writes (docs/storage.md): each request's reads remembered for it,
   // its writes sent as one statement; those of one event-loop turn shared where that pays.
   const byTurn = config.databaseBatching === 'turn';
-  const send = createWriteSender(db.sql, { byTurn });
+  const send = createWriteSender(db.sql, { byTurn, retried: metrics.writeRetried });
   const hot = createHotReads(db.sql, { byTurn });
   // The audit trail: rows in audit_events and `audit` lines, written where each change is made.
   const audit = createAuditLog({ logger });

@@ -2,7 +2,10 @@
  * What a request costs the stores, counted on the stores' side: PostgreSQL transactions of the
  * bench's own database (`pg_stat_database.xact_commit + xact_rollback`; each statement outside
  * an explicit transaction is one) and Redis commands (`INFO commandstats` of a private
- * redis-server only the service under test talks to).
+ * redis-server only the service under test talks to). Also what went wrong on the database's
+ * side, for a row's notes: its transactions rolled back (a write statement shared by several
+ * requests that failed is one, then sent again request by request) and its deadlocks
+ * (`pg_stat_database.xact_rollback`, `deadlocks`).
  *
  * PostgreSQL flushes a backend's counters at most once a second, and an idle backend's last
  * ones after 10 s (PGSTAT_IDLE_INTERVAL): read only after `settle()`.
@@ -13,13 +16,16 @@ import { sleep } from './processes.mjs';
 
 const PG_IDLE_FLUSH_MS = 10_500;
 
-/** Transactions of `database` so far, read over an administrative connection to another database. */
+/**
+ * Transactions of `database` so far, and of them those rolled back, and its deadlocks, read over an
+ * administrative connection to another database: `{ xacts, rollbacks, deadlocks }`.
+ */
 export async function postgresTransactions(adminUrl, database) {
   const client = new pg.Client({ connectionString: adminUrl });
   await client.connect();
   try {
-    const { rows } = await client.query('SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = $1', [database]);
-    return Number(rows[0]?.n ?? NaN);
+    const { rows: [row] } = await client.query('SELECT xact_commit + xact_rollback AS xacts, xact_rollback AS rollbacks, deadlocks FROM pg_stat_database WHERE datname = $1', [database]);
+    return { xacts: Number(row?.xacts ?? NaN), rollbacks: Number(row?.rollbacks ?? NaN), deadlocks: Number(row?.deadlocks ?? NaN) };
   } finally {
     await client.end();
   }
@@ -41,12 +47,15 @@ export async function redisCommands(url) {
   }
 }
 
-/** Store counters of a target: `{ pg, redis }` (NaN where the mode has no such store). */
+/** Store counters of a target: `{ pg, pgRollbacks, pgDeadlocks, redis }` (NaN where the mode has no such store). */
 export function storeCounters({ adminUrl, database, redisUrl }) {
   return {
     async read() {
+      const postgres = database ? await postgresTransactions(adminUrl, database) : { xacts: NaN, rollbacks: NaN, deadlocks: NaN };
       return {
-        pg: database ? await postgresTransactions(adminUrl, database) : NaN,
+        pg: postgres.xacts,
+        pgRollbacks: postgres.rollbacks,
+        pgDeadlocks: postgres.deadlocks,
         redis: redisUrl ? await redisCommands(redisUrl) : NaN,
       };
     },

@@ -1,8 +1,8 @@
 /**
  * What the app counts for Prometheus: request durations, tokens issued, login outcomes,
- * rate-limit refusals, webhook outcomes. Counted only when METRICS_PORT is set: then app.ts loads
- * prom-client (ops/prometheus-metrics.ts) and its registry is served on that port. Without it
- * nothing is counted ({@link NO_METRICS}), and prom-client is not even loaded.
+ * rate-limit refusals, webhook outcomes, retried write statements. Counted only when METRICS_PORT
+ * is set: then app.ts loads prom-client (ops/prometheus-metrics.ts) and its registry is served on
+ * that port. Without it nothing is counted ({@link NO_METRICS}), and prom-client is not even loaded.
  *
  * @example const metrics = config.metricsPort === undefined ? NO_METRICS : (await import('./ops/prometheus-metrics.js')).prometheusMetrics({ db, redis });
  */
@@ -39,6 +39,8 @@ export interface Metrics {
   refused(budget: string): void;
   /** A password sign-in's outcome: success, failure, blocked (accounts/login-guard.ts `countingOutcomes`). */
   loginAttempted(outcome: string): void;
+  /** A write statement shared by several requests failed and went again request by request, by SQLSTATE (store/write-sender.ts). */
+  writeRetried(code: string): void;
 }
 
 /** Counts nothing. */
@@ -50,4 +52,5 @@ export const NO_METRICS: Metrics = {
   previousSecretUsed() {},
   refused() {},
   loginAttempted() {},
+  writeRetried() {},
 };

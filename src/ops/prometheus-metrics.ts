@@ -39,6 +39,9 @@ export function prometheusMetrics({ pendingDeliveries, poolState, redisConnected
   const tokens = new Counter({ name: 'oauth_tokens_issued_total', help: 'Token responses issued, by grant type.', labelNames: ['grant_type'] as const, registers });
   const logins = new Counter({ name: 'oauth_logins_total', help: 'Password login attempts, by outcome (success, failure, blocked).', labelNames: ['outcome'] as const, registers });
   const refusals = new Counter({ name: 'oauth_rate_limit_refusals_total', help: 'Requests or attempts over a rate-limit budget, by budget.', labelNames: ['budget'] as const, registers });
+  const writeRetries = new Counter({
+    name: 'oauth_store_write_retries_total', help: 'Write statements carrying several requests\' writes that failed and were sent again one request at a time, by SQLSTATE (40P01: deadlock).', labelNames: ['code'] as const, registers,
+  });
   const deliveries = new Counter({ name: 'oauth_webhook_deliveries_total', help: 'Webhook delivery attempts, by outcome (delivered, pending = will retry, failed, gone).', labelNames: ['outcome'] as const, registers });
   // By client: which clients still use a rotated secret (only those that do get a series).
   const previousSecret = new Counter({
@@ -92,5 +95,6 @@ export function prometheusMetrics({ pendingDeliveries, poolState, redisConnected
     previousSecretUsed: (clientId) => { previousSecret.inc({ client_id: clientId }); },
     refused: (budget) => { refusals.inc({ budget }); },
     loginAttempted: (outcome) => { logins.inc({ outcome }); },
+    writeRetried: (code) => { writeRetries.inc({ code }); },
   };
 }

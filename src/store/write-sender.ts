@@ -9,7 +9,11 @@
  * with the error of a consume that did not take (the writes were then not made at all), or with
  * the store's failure (`WriteSender`, store/request-state.ts).
  *
- * @example const send = createWriteSender(db.sql, { byTurn: db.embedded }); await send(writes);
+ * A shared statement that fails (one request's data, or a deadlock with another statement) is
+ * sent again request by request; `retried` is told each time, with the error's SQLSTATE
+ * (`40P01` for a deadlock), so the retries can be counted (`oauth_store_write_retries_total`).
+ *
+ * @example const send = createWriteSender(db.sql, { byTurn: true, retried: metrics.writeRetried }); await send(writes);
  */
 import DataLoader from 'dataloader';
 import { isStoreFailure } from './store-failure.js';
@@ -86,26 +90,42 @@ function statementsFor(batches: readonly Writes[]): Writes[][] {
   return statements.map((s) => s.batches);
 }
 
+/** What a failed statement's error says of its cause: its SQLSTATE, or `other`. */
+export const sqlState = (error: unknown): string => {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : 'other';
+};
+
 /** One statement for `batches`; one that fails on one batch's data (or a deadlock) is retried batch by batch. */
-async function sendTogether(sql: HotSql, batches: readonly Writes[]): Promise<(Error | undefined)[]> {
+async function sendTogether(sql: HotSql, batches: readonly Writes[], retried: Retried): Promise<(Error | undefined)[]> {
   try {
     return await sendStatement(sql, batches);
   } catch (error) {
     if (batches.length === 1 || isStoreFailure(error)) return batches.map(() => error as Error);
+    retried(sqlState(error));
     const alone: (Error | undefined)[] = [];
-    for (const writes of batches) alone.push(...await sendTogether(sql, [writes]));
+    for (const writes of batches) alone.push(...await sendTogether(sql, [writes], retried));
     return alone;
   }
 }
 
-export function createWriteSender(sql: HotSql, { byTurn }: { byTurn: boolean }): WriteSender {
+/** Told when a statement carrying several requests' writes failed and goes again one request at a time: the SQLSTATE of its error. */
+export type Retried = (code: string) => void;
+
+export interface WriteSenderOptions {
+  /** The writes of one event-loop turn's requests together (DATABASE_BATCHING=turn), or each request's alone. */
+  readonly byTurn: boolean;
+  readonly retried?: Retried;
+}
+
+export function createWriteSender(sql: HotSql, { byTurn, retried = () => {} }: WriteSenderOptions): WriteSender {
   const raise = (outcome: Error | undefined) => { if (outcome) throw outcome; };
   if (!byTurn) return async (writes) => raise((await sendStatement(sql, [writes]))[0]);
   const turn = new DataLoader<Writes, true>(async (batches) => {
     const groups = statementsFor(batches);
     const outcomes = new Map<Writes, Error | undefined>();
     await Promise.all(groups.map(async (group) => {
-      (await sendTogether(sql, group)).forEach((outcome, i) => outcomes.set(group[i]!, outcome));
+      (await sendTogether(sql, group, retried)).forEach((outcome, i) => outcomes.set(group[i]!, outcome));
     }));
     return batches.map((writes) => outcomes.get(writes) ?? true);
   }, { cache: false, batchScheduleFn: (dispatch) => setImmediate(dispatch) });

@@ -12,7 +12,7 @@ import type { HotReads } from '../../src/store/hot-reads.js';
 import { withRequestState } from '../../src/store/request-state.js';
 import type { HotSql } from '../../src/store/sql.js';
 import { createWriteSender } from '../../src/store/write-sender.js';
-import type { WriteSender } from '../../src/store/write-sender.js';
+import type { Retried, WriteSender } from '../../src/store/write-sender.js';
 
 export interface RequestPath {
   readonly hot: HotReads;
@@ -22,11 +22,14 @@ export interface RequestPath {
   inRequest<T>(work: () => Promise<T>): Promise<T>;
 }
 
-/** `sql`: the driver the statements go to (default the database's own; a counting wrapper in some tests). */
-export function requestPath(db: Pick<Database, 'prisma' | 'sql'>, options: { byTurn?: boolean; sql?: HotSql } = {}): RequestPath {
+/**
+ * `sql`: the driver the statements go to (default the database's own; a counting wrapper in some
+ * tests); `retried`: told of each shared write statement sent again request by request.
+ */
+export function requestPath(db: Pick<Database, 'prisma' | 'sql'>, options: { byTurn?: boolean; sql?: HotSql; retried?: Retried } = {}): RequestPath {
   const sql = options.sql ?? db.sql;
   const byTurn = options.byTurn ?? false;
-  const send = createWriteSender(sql, { byTurn });
+  const send = createWriteSender(sql, { byTurn, ...(options.retried ? { retried: options.retried } : {}) });
   const hot = createHotReads(sql, { byTurn });
   return { hot, send, adapters: postgresAdapters(db, hot, send), inRequest: (work) => withRequestState(send, work) };
 }

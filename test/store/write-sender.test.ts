@@ -3,7 +3,7 @@
  * `WRITE`), gated by the request's own consumes; with turn batching, the writes of requests that
  * send in one event-loop turn share a statement, each answered with its own outcome; writes that
  * update one row never share a statement; a statement that fails on one batch's data is retried
- * batch by batch. On a real server and on PGlite.
+ * batch by batch, and each retry is counted by its SQLSTATE. On a real server and on PGlite.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
@@ -77,14 +77,20 @@ describe.each<StoreKind>(['postgres', 'embedded'])('write statements (%s)', (kin
 
   describe('by turn', () => {
     let byTurn: RequestPath;
-    beforeAll(() => { byTurn = requestPath(store.db, { sql: counted, byTurn: true }); });
+    let retries: string[];
+    beforeAll(() => {
+      retries = [];
+      byTurn = requestPath(store.db, { sql: counted, byTurn: true, retried: (sqlState) => retries.push(sqlState) });
+    });
 
     test('three requests sending in one turn: one statement, each written', async () => {
       const codes = await Promise.all([code(), code(), code()]);
       statements.length = 0;
+      retries.length = 0;
       const tokens = await Promise.all(codes.map((id) => redeem(byTurn, id)));
       expect(statements).toHaveLength(1);
       for (const token of tokens) expect(await stored(token)).toBe(true);
+      expect(retries).toEqual([]);
     });
 
     test('each request is gated by its own consume: a refused one fails alone and writes nothing', async () => {
@@ -141,8 +147,10 @@ describe.each<StoreKind>(['postgres', 'embedded'])('write statements (%s)', (kin
       const bad = new Writes();
       bad.audit.push({ event: 'test.broken', actor: 'system', user_id: null, client_id: null, address: null, request_id: null, detail: { name: '\ud800' } });
       statements.length = 0;
+      retries.length = 0;
       const results = await Promise.allSettled([redeem(byTurn, good), byTurn.send(bad)]);
       expect(statements).toHaveLength(3); // together, then each alone
+      expect(retries).toEqual([expect.stringMatching(/^22[0-9A-Z]{3}$/)]); // counted once, by its SQLSTATE (class 22: data exception)
       expect(results[0].status).toBe('fulfilled');
       expect(await stored((results[0] as PromiseFulfilledResult<string>).value)).toBe(true);
       expect(results[1]).toMatchObject({ status: 'rejected', reason: expect.objectContaining({ message: expect.stringMatching(/json|unicode|surrogate/i) }) });
