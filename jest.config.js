@@ -11,7 +11,9 @@ export default {
       module: { type: 'es6' },
     }],
   },
-  maxWorkers: 2,
+  // Three workers on two cores: the files wait on processes, browsers and the stores as much as
+  // they compute, and a third keeps both cores busy through those waits.
+  maxWorkers: 3,
   // The longest files first, in a fresh clone too (test/sequencer.mjs).
   testSequencer: '<rootDir>/test/sequencer.mjs',
   testTimeout: 30000,
