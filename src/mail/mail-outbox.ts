@@ -23,6 +23,7 @@ import type { MailConfig } from '../config.js';
 import type { Prisma, PrismaClient } from '../generated/prisma/client.js';
 import type { Limiter } from '../store/limiter.js';
 import { retryDelayMs } from '../outbox/retry-schedule.js';
+import { tableLeases } from '../outbox/table-leases.js';
 import { createOutboxWorker } from '../outbox/worker.js';
 import type { Leases, OutboxWorker } from '../outbox/worker.js';
 import { resetMail, verificationMail } from './messages.js';
@@ -81,16 +82,7 @@ export function mailLeases(prisma: PrismaClient): Leases<Claimed> {
         RETURNING m.id, m.kind, m.recipient, m.user_id, m.attempts, m.send_before`;
       return rows.map((row) => ({ ...row, attempts: Number(row.attempts), send_before: new Date(row.send_before) }));
     },
-    async release(owner) {
-      const { count } = await prisma.mailMessage.updateMany({ where: { leaseOwner: owner }, data: { leaseOwner: null, leaseExpiresAt: null } });
-      return count;
-    },
-    async nextDue() {
-      const [row] = await prisma.$queryRaw<{ due: Date | null }[]>`
-        SELECT min(GREATEST(next_attempt_at, COALESCE(lease_expires_at, next_attempt_at))) AS due
-        FROM mail_outbox WHERE status = 'pending'`;
-      return row?.due ? new Date(row.due) : undefined;
-    },
+    ...tableLeases(prisma, 'mail_outbox'),
   };
 }
 

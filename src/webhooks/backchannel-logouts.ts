@@ -14,6 +14,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { PrismaClient } from '../generated/prisma/client.js';
+import { tableLeases } from '../outbox/table-leases.js';
 import type { NetworkPolicy } from '../outbound/ssrf-guard.js';
 import { createDeliveryWorker } from './delivery.js';
 import type { DeliveryWorker, Message } from './delivery.js';
@@ -100,16 +101,7 @@ export function logoutOutbox(prisma: PrismaClient): Outbox<ClaimedLogout> {
         },
       });
     },
-    async release(owner) {
-      const { count } = await prisma.backchannelLogout.updateMany({ where: { leaseOwner: owner }, data: { leaseOwner: null, leaseExpiresAt: null } });
-      return count;
-    },
-    async nextDue() {
-      const [row] = await prisma.$queryRaw<{ due: Date | null }[]>`
-        SELECT min(GREATEST(next_attempt_at, COALESCE(lease_expires_at, next_attempt_at))) AS due
-        FROM backchannel_logouts WHERE status = 'pending'`;
-      return row?.due ? new Date(row.due) : undefined;
-    },
+    ...tableLeases(prisma, 'backchannel_logouts'),
   };
 }
 
