@@ -24,14 +24,15 @@ import { startTestApp } from '../helpers/test-app.js';
 import type { TestApp } from '../helpers/test-app.js';
 
 /**
- * docs/failure-behaviour.md "A hung store is waited on once": a request pays one timeout at most, with the documented
- * defaults: a Redis command's (REDIS_COMMAND_TIMEOUT_MS, 1 s), or PostgreSQL's statement timeout
- * and the client's margin after it (DATABASE_STATEMENT_TIMEOUT_MS, 2 s, + 0.5 s; a connection's,
- * DATABASE_CONNECT_TIMEOUT_MS, is 2 s). Each store's margin is this busy machine's, short of a
- * second timeout of that store.
+ * docs/failure-behaviour.md "A hung store is waited on once": a request pays one timeout at most: a Redis
+ * command's (REDIS_COMMAND_TIMEOUT_MS), or PostgreSQL's statement timeout and the client's margin
+ * after it (DATABASE_STATEMENT_TIMEOUT_MS + 0.5 s; a connection's, DATABASE_CONNECT_TIMEOUT_MS, is
+ * shorter). The app here runs with timeouts twice and one and a half times the defaults, so that a
+ * loaded machine's slack (each store's margin) still tells one timeout from two.
  */
-const ONE_TIMEOUT_MS = { redis: 1000, database: 2500 } as const;
-const MARGIN_MS = { redis: 900, database: 1500 } as const;
+const TIMEOUTS = { REDIS_COMMAND_TIMEOUT_MS: '2s', DATABASE_STATEMENT_TIMEOUT_MS: '3s', DATABASE_CONNECT_TIMEOUT_MS: '3s' };
+const ONE_TIMEOUT_MS = { redis: 2000, database: 3500 } as const;
+const MARGIN_MS = { redis: 1900, database: 2400 } as const;
 const BOUND_MS = { redis: ONE_TIMEOUT_MS.redis + MARGIN_MS.redis, database: ONE_TIMEOUT_MS.database + MARGIN_MS.database } as const;
 
 const afterReadyCache = async <T>(ask: () => Promise<T>) => {
@@ -82,7 +83,7 @@ describe('stores down or hung: bounded, clean answers, then recovery', () => {
     [redis, postgres] = await Promise.all([startRedisServer(), startPostgresServer()]);
     t = await startTestApp({
       mode: 'embedded', // no shared database: the environment below names the private stores
-      env: { DATABASE_URL: postgres.url, REDIS_URL: redis.url, REDIS_KEY_PREFIX: testRedisPrefix() },
+      env: { DATABASE_URL: postgres.url, REDIS_URL: redis.url, REDIS_KEY_PREFIX: testRedisPrefix(), ...TIMEOUTS },
       log: (error, ctx) => { if (ctx) logged.push(`${ctx.method} ${ctx.path}: ${String(error)}`); },
     });
     user = await createUser(t);
@@ -251,6 +252,7 @@ describe('stores down or hung: bounded, clean answers, then recovery', () => {
   }
 
   async function underFault(store: Store, how: 'stopped' | 'paused' | 'refusing') {
+    await untilReady(); // a fault test that failed earlier left before seeing its store back
     const fixtures = await prepare();
     const server = store === 'redis' ? redis : postgres;
     if (how === 'stopped') await server.kill();
@@ -293,12 +295,16 @@ describe('stores down or hung: bounded, clean answers, then recovery', () => {
 
   /** Fresh fixtures, every path answered normally: the service recovered by itself. */
   async function expectRecovered() {
+    await untilReady();
+    const fixtures = await prepare();
+    for (const [path, send] of Object.entries(PATHS)) expectHealthy(path, await send(fixtures));
+  }
+
+  async function untilReady() {
     for (let waited = 0; (await fetch(`${t.baseUrl}/healthz/ready`)).status !== 200; waited += 200) {
       if (waited > 20_000) throw new Error('the service did not become ready again');
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
-    const fixtures = await prepare();
-    for (const [path, send] of Object.entries(PATHS)) expectHealthy(path, await send(fixtures));
   }
 
   function expectHealthy(path: string, answer: Answer) {
