@@ -36,7 +36,7 @@ import { startBareKoa, startStockProvider } from './lib/anchors.mjs';
 import { defaultLoad, ROOT, runDriver } from './lib/processes.mjs';
 import { ROWS, ROW_IDS } from './lib/rows.mjs';
 import { seedTokens } from './lib/seed-tokens.mjs';
-import { MODES, startService } from './lib/service.mjs';
+import { MODES, PER_SERVICE, startService } from './lib/service.mjs';
 import { PGBOUNCER_PATH } from './lib/pgbouncer.mjs';
 import { summariseProfiles } from './lib/profile-summary.mjs';
 import { markdownBlock, markedFileProblem, writeMarked } from './lib/markdown.mjs';
@@ -111,6 +111,7 @@ const serviceEnv = Object.fromEntries(options.env.map((pair) => {
   if (at < 1) usage(`--env takes NAME=value, got "${pair}"`);
   return [pair.slice(0, at), pair.slice(at + 1)];
 }));
+for (const name of PER_SERVICE) if (Object.hasOwn(serviceEnv, name)) usage(`--env ${name}: the bench gives each service its own ${PER_SERVICE.join(', ')}`);
 
 let comparison;
 try {

@@ -100,6 +100,12 @@ async function registerKeyClient(base) {
   return { client_id: clientId, redirect_uri: redirect, sign };
 }
 
+/** What the bench sets for each service it starts (the modes run side by side): `--env` may not give them. */
+export const PER_SERVICE = ['PORT', 'BASE_URL', 'DATA_DIR'];
+
+/** `--env METRICS_PORT=…` turns the metrics listener on; each service takes a free port for it (`0`), as one port serves one process. */
+const ownListeners = (extraEnv) => (extraEnv.METRICS_PORT === undefined ? {} : { METRICS_PORT: '0' });
+
 /**
  * Prepares a mode's stores and fixtures and starts the service on them.
  * `nodeArgs` go before `dist/launch.cjs` (the bench's --cpu-prof passes Node's profiler flags);
@@ -125,8 +131,10 @@ export async function startService(mode, { logDir, nodeArgs = [], env: extraEnv 
       if (mode === 'pgbouncer') {
         // The docs' one-time command: the server bounds the role's sessions (the pooler passes no startup parameters).
         const { boundsCommand } = await import(path.join(ROOT, 'dist', 'store', 'pooler.js'));
-        const bounds = { databaseStatementMs: Number(extraEnv.DATABASE_STATEMENT_TIMEOUT_MS ?? 2000), databaseIdleInTransactionMs: Number(extraEnv.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS ?? 10_000) };
-        await admin(boundsCommand(decodeURIComponent(url.username) || 'postgres', database, bounds), env.DATABASE_URL);
+        // The bounds as the service reads them (its defaults, and --env's in any duration notation).
+        const { loadConfig } = await import(path.join(root, 'dist', 'config.js'));
+        const { timeouts } = loadConfig({ ...env, ...extraEnv });
+        await admin(boundsCommand(decodeURIComponent(url.username) || 'postgres', database, timeouts), env.DATABASE_URL);
         const bouncer = await startPgbouncer({ upstream: POSTGRES_ADMIN_URL });
         cleanups.push(bouncer.stop);
         Object.assign(env, { DATABASE_DIRECT_URL: env.DATABASE_URL, DATABASE_URL: bouncer.urlFor(env.DATABASE_URL), DATABASE_POOLER: 'pgbouncer' });
@@ -135,11 +143,11 @@ export async function startService(mode, { logDir, nodeArgs = [], env: extraEnv 
       cleanups.push(redis.stop);
       redisUrl = env.REDIS_URL = redis.url;
     }
-    await runCli(root, ['user:create', '--username', USER.username, '--password', USER.password, '--email', 'bench@example.com', '--full-name', 'Bench User'], env);
+    await runCli(root, ['user:create', '--username', USER.username, '--password', USER.password, '--email', 'bench@example.com', '--full-name', 'Bench User'], { ...env, ...extraEnv }); // as the service will read its stores
 
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
-    const serviceEnv = { ...env, ...OPEN_LIMITS, ...extraEnv, PORT: String(port), BASE_URL: base };
+    const serviceEnv = { ...env, ...OPEN_LIMITS, ...extraEnv, ...ownListeners(extraEnv), PORT: String(port), BASE_URL: base };
     const launch = () => startServer(name, [...nodeArgs, 'dist/launch.cjs'], serviceEnv, `${base}/healthz/live`, { logDir, cwd: root });
     const server = await launch();
     cleanups.push(() => target.server.stop());
@@ -210,7 +218,7 @@ export async function startService(mode, { logDir, nodeArgs = [], env: extraEnv 
         const refusingBase = `http://127.0.0.1:${refusingPort}`;
         const refusingDir = fs.mkdtempSync(path.join(os.tmpdir(), `oauth-bench-${mode}-429-`));
         const refusing = await startServer(`${name}-429`, [...nodeArgs, 'dist/launch.cjs'],
-          { ...env, ...extraEnv, DATA_DIR: refusingDir, REDIS_KEY_PREFIX: 'bench429:', PORT: String(refusingPort), BASE_URL: refusingBase }, `${refusingBase}/healthz/live`, { logDir, cwd: root });
+          { ...env, ...extraEnv, ...ownListeners(extraEnv), DATA_DIR: refusingDir, REDIS_KEY_PREFIX: 'bench429:', PORT: String(refusingPort), BASE_URL: refusingBase }, `${refusingBase}/healthz/live`, { logDir, cwd: root });
         return {
           base: refusingBase,
           server: refusing,

@@ -75,7 +75,8 @@ withCheckout('npm run bench --against', () => {
   test('HEAD against HEAD: both sides in the main table, one A/B line a row, the worktree removed', async () => {
     const page = path.join(dir, 'performance.md');
     fs.writeFileSync(page, `# Performance\n\n${START}\nthe previous run\n${END}\n`);
-    const { stdout, stderr } = await bench(...QUICK, '--against', 'HEAD', '--rounds', '2', '--markdown', page);
+    // The two sides run side by side, each with its own metrics listener (the port given only turns them on).
+    const { stdout, stderr } = await bench(...QUICK, '--against', 'HEAD', '--rounds', '2', '--markdown', page, '--env', 'METRICS_PORT=9464');
     const tables = tablesIn(stdout);
     expect(tables).toHaveLength(2);
     const main = tables[0]!.split('\n').slice(2).map(cellsOf);

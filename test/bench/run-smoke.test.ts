@@ -49,6 +49,8 @@ describe('npm run bench --quick', () => {
       [['--runs', 'x'], 'bench: --runs must be a whole number of at least 1, got "x"'],
       [['--mode', 'cloud'], 'bench: --mode takes pg, pgbouncer, embedded (comma-separated) or all, got "cloud"'],
       [['--mode', 'pg,nope'], 'bench: --mode takes pg, pgbouncer, embedded (comma-separated) or all, got "nope"'],
+      [['--env', 'PORT=4000'], 'bench: --env PORT: the bench gives each service its own PORT, BASE_URL, DATA_DIR'],
+      [['--env', 'DATA_DIR=/tmp/x'], 'bench: --env DATA_DIR: the bench gives each service its own PORT, BASE_URL, DATA_DIR'],
     ] as const) {
       const failure = await run(...args).then(() => null, (error: { code: number; stderr: string }) => error);
       expect(failure?.code).toBe(2);
