@@ -12,7 +12,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { freePort, TEST_DATA_ROOT } from './services.js';
+import { freePort, tempDataDir } from './services.js';
 import { answers } from '../../bench/lib/pgbouncer.mjs';
 
 const BIN = '/usr/lib/postgresql/15/bin';
@@ -67,7 +67,7 @@ function signal(pid: number, name: NodeJS.Signals): void {
 
 export async function startPostgresServer(): Promise<PostgresServer> {
   const user = postgresUser();
-  const dataDir = fs.mkdtempSync(path.join(TEST_DATA_ROOT, 'oauth-pg-')); // a cluster is written whole: in memory where there is room
+  const dataDir = tempDataDir('pg'); // a cluster is written whole: in memory where there is room
   if (user) fs.chownSync(dataDir, user.uid, user.gid);
   execFileSync(`${BIN}/initdb`, ['-D', dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync'], { stdio: 'ignore', ...user });
   const port = await freePort();
@@ -78,6 +78,8 @@ export async function startPostgresServer(): Promise<PostgresServer> {
     child = spawn(`${BIN}/postgres`, [
       '-D', dataDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${dataDir}`,
       '-c', 'fsync=off', '-c', 'max_connections=50',
+      // Its shared memory segments in its own folder, not /dev/shm: a killed cluster leaves none behind.
+      '-c', 'dynamic_shared_memory_type=mmap',
     ], { stdio: 'ignore', ...user });
     for (let i = 0; i < 100 && !(await answers(url)); i += 1) await new Promise((resolve) => setTimeout(resolve, 100));
     if (!(await answers(url))) throw new Error(`postgres did not start on port ${port}`);

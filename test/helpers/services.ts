@@ -5,10 +5,10 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import pg from 'pg';
+import { runFolderPrefix, TEST_DATA_ROOT } from '../run-folders.mjs';
 
 /** An administrative connection to the machine's Postgres (trust auth). */
 export const POSTGRES_ADMIN_URL = process.env.TEST_POSTGRES_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres';
@@ -87,25 +87,15 @@ export async function deleteRedisKeys(prefix: string): Promise<void> {
   }
 }
 
-/**
- * Where tests keep their data folders: memory (/dev/shm) where the machine has room there, since
- * an embedded database is copied into each folder and written through it; else the temporary
- * folder. A disk under several test runs at once takes seconds to copy one.
- */
-export const TEST_DATA_ROOT = ((): string => {
-  try {
-    const shm = fs.statfsSync('/dev/shm');
-    fs.accessSync('/dev/shm', fs.constants.W_OK);
-    if (shm.bavail * shm.bsize >= 2 ** 30) return '/dev/shm';
-  } catch {
-    // no /dev/shm: a machine other than Linux
-  }
-  return os.tmpdir();
-})();
+/** Where tests keep their data folders (test/run-folders.mjs). */
+export { TEST_DATA_ROOT };
 
-/** A fresh, empty folder for a DATA_DIR (the caller removes it). */
+/**
+ * A fresh, empty folder for a DATA_DIR (the caller removes it; what a file leaves, the run's
+ * teardown removes: its name begins with the run's, test/run-folders.mjs).
+ */
 export function tempDataDir(label = 'oauth-test'): string {
-  return fs.mkdtempSync(path.join(TEST_DATA_ROOT, `${label}-`));
+  return fs.mkdtempSync(path.join(TEST_DATA_ROOT, `${runFolderPrefix(process.env.OAUTH_TEST_RUN ?? process.pid)}${label}-`));
 }
 
 /** A Redis key prefix no other run uses. */
