@@ -17,7 +17,7 @@ export default {
   // The longest files first, in a fresh clone too (test/sequencer.mjs).
   testSequencer: '<rootDir>/test/sequencer.mjs',
   testTimeout: 30000,
-  // The run's name for its databases, and their last drops (test/run-databases.mjs).
+  // The run's name for its databases and data folders, and what is left of them afterwards (test/run-databases.mjs, test/run-folders.mjs).
   globalSetup: '<rootDir>/test/global-setup.mjs',
   globalTeardown: '<rootDir>/test/global-teardown.mjs',
 };

@@ -111,13 +111,16 @@ const serviceEnv = Object.fromEntries(options.env.map((pair) => {
   if (at < 1) usage(`--env takes NAME=value, got "${pair}"`);
   return [pair.slice(0, at), pair.slice(at + 1)];
 }));
-for (const name of PER_SERVICE) if (Object.hasOwn(serviceEnv, name)) usage(`--env ${name}: the bench gives each service its own ${PER_SERVICE.join(', ')}`);
 
 let comparison;
 try {
   comparison = comparisonPlan(options, { env: serviceEnv, resolveRef, describe: describeBuild });
 } catch (error) {
   usage(error.message);
+}
+for (const name of PER_SERVICE) {
+  const givenBy = Object.hasOwn(serviceEnv, name) ? '--env' : comparison?.sides.some((side) => Object.hasOwn(side.env, name)) ? '--variants' : undefined;
+  if (givenBy) usage(`${givenBy} ${name}: the bench gives each service its own ${PER_SERVICE.join(', ')}`);
 }
 
 /** `--name`'s whole number (its default when absent), at least `min`. */

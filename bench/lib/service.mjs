@@ -133,7 +133,7 @@ export async function startService(mode, { logDir, nodeArgs = [], env: extraEnv 
         const { boundsCommand } = await import(path.join(ROOT, 'dist', 'store', 'pooler.js'));
         // The bounds as the service reads them (its defaults, and --env's in any duration notation).
         const { loadConfig } = await import(path.join(root, 'dist', 'config.js'));
-        const { timeouts } = loadConfig({ ...env, ...extraEnv });
+        const { timeouts } = loadConfig({ ...env, ...extraEnv, ...ownListeners(extraEnv) });
         await admin(boundsCommand(decodeURIComponent(url.username) || 'postgres', database, timeouts), env.DATABASE_URL);
         const bouncer = await startPgbouncer({ upstream: POSTGRES_ADMIN_URL });
         cleanups.push(bouncer.stop);

@@ -51,6 +51,7 @@ describe('npm run bench --quick', () => {
       [['--mode', 'pg,nope'], 'bench: --mode takes pg, pgbouncer, embedded (comma-separated) or all, got "nope"'],
       [['--env', 'PORT=4000'], 'bench: --env PORT: the bench gives each service its own PORT, BASE_URL, DATA_DIR'],
       [['--env', 'DATA_DIR=/tmp/x'], 'bench: --env DATA_DIR: the bench gives each service its own PORT, BASE_URL, DATA_DIR'],
+      [['--variants', 'DATA_DIR=/tmp/a,/tmp/b'], 'bench: --variants DATA_DIR: the bench gives each service its own PORT, BASE_URL, DATA_DIR'],
     ] as const) {
       const failure = await run(...args).then(() => null, (error: { code: number; stderr: string }) => error);
       expect(failure?.code).toBe(2);

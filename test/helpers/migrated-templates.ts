@@ -78,6 +78,10 @@ async function makePglite(): Promise<void> {
   if (fs.existsSync(PGLITE)) return;
   await withFileLock(`${PGLITE}.lock`, async () => {
     if (fs.existsSync(PGLITE)) return;
+    // A build this lock's earlier holder did not finish (a killed run).
+    for (const name of fs.readdirSync(TEST_DATA_ROOT)) {
+      if (name.startsWith(`${path.basename(PGLITE)}.building-`)) fs.rmSync(path.join(TEST_DATA_ROOT, name), { recursive: true, force: true });
+    }
     const building = fs.mkdtempSync(`${PGLITE}.building-`);
     try {
       const db = await openDatabase({ databaseUrl: undefined, dataDir: building });

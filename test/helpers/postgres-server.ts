@@ -78,7 +78,7 @@ export async function startPostgresServer(): Promise<PostgresServer> {
     child = spawn(`${BIN}/postgres`, [
       '-D', dataDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${dataDir}`,
       '-c', 'fsync=off', '-c', 'max_connections=50',
-      // Its shared memory segments in its own folder, not /dev/shm: a killed cluster leaves none behind.
+      // Its shared memory segments in its own folder, not loose in /dev/shm: a killed cluster leaves none behind.
       '-c', 'dynamic_shared_memory_type=mmap',
     ], { stdio: 'ignore', ...user });
     for (let i = 0; i < 100 && !(await answers(url)); i += 1) await new Promise((resolve) => setTimeout(resolve, 100));
