@@ -47,6 +47,19 @@ export type DatabaseTimeouts = Pick<Timeouts, 'databaseConnectMs' | 'databaseSta
 
 export const DEFAULT_DATABASE_TIMEOUTS: DatabaseTimeouts = { databaseConnectMs: 2000, databaseStatementMs: 2000, databaseIdleInTransactionMs: 10_000 };
 
+/**
+ * The session settings of a direct pool's connections (startup parameters):
+ * - a named statement is planned at each execution, with its values. After five executions
+ *   PostgreSQL may keep one plan for any values; one made while oidc_models was nearly empty reads
+ *   the whole table, and stays until the table is next analyzed, however much it has grown;
+ * - no JIT compilation. The planner's cost of a lookup grows with the tables it joins (a key set
+ *   is estimated at 100 rows) until it passes `jit_above_cost`, and compiling a statement then
+ *   takes a hundred times longer than running it: every request waits for it.
+ * Behind a pooler the role's settings turn JIT off (pooler.ts boundsCommand), and statements are
+ * unnamed, so always planned with their values.
+ */
+export const SESSION_SETTINGS = '-c plan_cache_mode=force_custom_plan -c jit=off';
+
 /** How much later than the server's statement_timeout the client gives up on its own. */
 const CLIENT_MARGIN_MS = 500;
 
@@ -84,8 +97,13 @@ async function openPostgres(connectionString: string, { direct, pooled, timeouts
     max: 10,
     connectionTimeoutMillis: timeouts.databaseConnectMs,
     query_timeout: timeouts.databaseStatementMs + CLIENT_MARGIN_MS,
-    // Startup parameters a transaction pooler refuses: behind one, the server's role settings bound the session (pooler.ts).
-    ...(pooled ? {} : { statement_timeout: timeouts.databaseStatementMs, idle_in_transaction_session_timeout: timeouts.databaseIdleInTransactionMs }),
+    // Startup parameters a transaction pooler refuses: behind one, the server's role settings bound
+    // the session (pooler.ts), and every statement is unnamed, so planned with its values anyway.
+    ...(pooled ? {} : {
+      statement_timeout: timeouts.databaseStatementMs,
+      idle_in_transaction_session_timeout: timeouts.databaseIdleInTransactionMs,
+      options: SESSION_SETTINGS,
+    }),
     keepAlive: true,
   });
   // An idle client that loses its server emits 'error' on the pool; without a listener that
@@ -102,7 +120,7 @@ async function openPostgres(connectionString: string, { direct, pooled, timeouts
     throw error;
   }
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
-  // A named statement is prepared once per connection: the server plans it once, not per request.
+  // A named statement is prepared once per connection: the server parses it once, not per request.
   // A transaction pooler hands the next transaction another server connection, where the name
   // is unknown (or taken): there every statement is unnamed, parsed with its execution.
   const named = pool.query.bind(pool) as unknown as HotSql;

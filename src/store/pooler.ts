@@ -39,9 +39,14 @@ interface BoundsRow {
 
 const identifier = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
-/** The one command that makes the server bound every session of `role` in `database` (run it on DATABASE_DIRECT_URL). */
+/**
+ * The one command that makes the server bound every session of `role` in `database` (run it on
+ * DATABASE_DIRECT_URL), and turns its JIT compilation off, as a direct pool's startup parameters do
+ * (database.ts SESSION_SETTINGS).
+ */
 export function boundsCommand(role: string, database: string, bounds: Bounds): string {
-  return BOUNDS.map((bound) => `ALTER ROLE ${identifier(role)} IN DATABASE ${identifier(database)} SET ${bound.setting} = '${bound.ms(bounds)}ms';`).join(' ');
+  const alter = `ALTER ROLE ${identifier(role)} IN DATABASE ${identifier(database)} SET`;
+  return [...BOUNDS.map((bound) => `${alter} ${bound.setting} = '${bound.ms(bounds)}ms';`), `${alter} jit = off;`].join(' ');
 }
 
 /**

@@ -1,8 +1,9 @@
 /**
  * The request path's SQL, each statement of one fixed text whatever it carries: the keys of a
  * read and the rows of a write travel as parameters (a JSON record set, or parallel arrays
- * through `unnest`), never as SQL assembled per call. So each is parsed and planned once per
- * connection (a prepared statement on a direct connection), and its shape can be read here.
+ * through `unnest`), never as SQL assembled per call. So each is parsed once per connection (a
+ * prepared statement on a direct connection, planned at each execution with its values:
+ * store/database.ts), and its shape can be read here.
  *
  * Every read answers one row per key it found, tagged with the key's place `n`; every key of a
  * read is one lookup of one request (store/hot-reads.ts), and one statement may carry the

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import pg from 'pg';
 import { alreadyConsumed } from '../../src/oidc/adapter.js';
 import { Writes } from '../../src/store/request-state.js';
-import { WRITE } from '../../src/store/statements.js';
+import { FIND_MODELS, WRITE } from '../../src/store/statements.js';
 import { writeParameters } from '../../src/store/write-sender.js';
 import { openTestDatabase } from '../helpers/databases.js';
 import type { TestStore } from '../helpers/databases.js';
@@ -102,4 +102,53 @@ describe('revoking a grant\'s tokens on PostgreSQL', () => {
     // Prisma's deleteMany({ where: { type, grantId } }) in src/oidc/adapter.ts, as SQL.
     expect(await db.explain('DELETE FROM oidc_models WHERE type = $1 AND grant_id = $2', ['AccessToken', 'g-5'])).toEqual(['oidc_models_grant_id_type_idx']);
   });
+});
+
+describe('the service\'s own statements, as oidc_models grows on PostgreSQL', () => {
+  let store: TestStore;
+  let admin: pg.Client;
+  beforeAll(async () => {
+    store = await openTestDatabase('postgres', { migrated: true });
+    admin = new pg.Client({ connectionString: store.url });
+    await admin.connect();
+  }, 60_000);
+  afterAll(async () => {
+    await admin?.end();
+    await store?.close();
+  });
+
+  /** The scans of oidc_models counted so far (pg_stat_user_tables), once the server has counted `more` of them. */
+  async function scansOnceCounted(before: { seq: number; idx: number } | undefined, more: number) {
+    for (let waited = 0; ; waited += 100) {
+      const { rows: [row] } = await admin.query<{ seq: string; idx: string }>("SELECT seq_scan AS seq, idx_scan AS idx FROM pg_stat_user_tables WHERE relname = 'oidc_models'");
+      const scans = { seq: Number(row!.seq), idx: Number(row!.idx ?? 0) };
+      if (!before || scans.seq + scans.idx >= before.seq + before.idx + more) return scans;
+      if (waited > 10_000) throw new Error(`the server counted ${scans.seq + scans.idx - before.seq - before.idx} of ${more} scans`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
+  test('the service\'s connections never JIT-compile a statement, and plan each execution with its values', async () => {
+    const setting = async (name: string) => (await store.db.sql<{ setting: string }>({ text: 'SELECT current_setting($1) AS setting', values: [name] })).rows[0]!.setting;
+    expect({ jit: await setting('jit'), plans: await setting('plan_cache_mode') }).toEqual({ jit: 'off', plans: 'force_custom_plan' });
+  });
+
+  test('a token lookup made many times while the table was empty still reads the primary key once it holds 50,000 tokens (never analyzed)', async () => {
+    // The service's pool and its named statement, as a fresh deployment's first requests send it.
+    const lookup = async (id: string) => {
+      const found = await store.db.sql({ ...FIND_MODELS, values: [JSON.stringify([{ n: 0, type: 'AccessToken', id }])] });
+      await store.db.sql({ text: 'SELECT pg_stat_force_next_flush()', values: [] }); // its counts now, not when next idle for 10 s
+      return found;
+    };
+    const fresh = await scansOnceCounted(undefined, 0);
+    for (let i = 0; i < 12; i += 1) await lookup(`missing-${i}`);
+    const before = await scansOnceCounted(fresh, 12);
+    // Tokens as the provider stores them: a payload of some 600 bytes each.
+    await admin.query(`INSERT INTO oidc_models (type, id, payload, grant_id, expires_at)
+      SELECT 'AccessToken', 'at-' || g, jsonb_build_object('jti', 'at-' || g, 'kind', 'AccessToken', 'claims', repeat('x', 560)), 'g-' || g, now() + interval '1 hour'
+      FROM generate_series(1, 50000) g`);
+    for (let i = 0; i < 4; i += 1) expect((await lookup(`at-${i * 1000 + 7}`)).rows).toHaveLength(1);
+    const after = await scansOnceCounted(before, 4);
+    expect({ seq: after.seq - before.seq, idx: after.idx - before.idx }).toEqual({ seq: 0, idx: 4 });
+  }, 60_000);
 });

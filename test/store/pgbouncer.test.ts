@@ -52,11 +52,11 @@ describeWith(PGBOUNCER)('PostgreSQL through PgBouncer (transaction mode)', () =>
     const error = await failure(openDatabase({ databaseUrl: bouncer.urlFor(bounded.url), dataDir: '', timeouts }));
     expect(error).toBeInstanceOf(ConfigError);
     expect(error.variable).toBe('DATABASE_POOLER');
-    expect(error.message).toMatch(/unsupported startup parameter: (statement_timeout|idle_in_transaction_session_timeout)/);
+    expect(error.message).toMatch(/unsupported startup parameter: (statement_timeout|idle_in_transaction_session_timeout|options)/);
   });
 
   test('a pooler that takes the startup parameters but ignores them (ignore_startup_parameters) is detected at start-up too', async () => {
-    const lenient = await startPgbouncer({ settings: ['ignore_startup_parameters = statement_timeout,idle_in_transaction_session_timeout'] });
+    const lenient = await startPgbouncer({ settings: ['ignore_startup_parameters = statement_timeout,idle_in_transaction_session_timeout,options'] });
     try {
       const error = await failure(openDatabase({ databaseUrl: lenient.urlFor(unbounded.url), dataDir: '', timeouts }));
       expect(error).toBeInstanceOf(ConfigError);
@@ -73,6 +73,10 @@ describeWith(PGBOUNCER)('PostgreSQL through PgBouncer (transaction mode)', () =>
     expect(error.variable).toBe('DATABASE_STATEMENT_TIMEOUT_MS');
     expect(error.message).toContain(`ALTER ROLE "postgres" IN DATABASE "${unbounded.name}" SET statement_timeout = '${STATEMENT_MS}ms';`);
     expect(error.message).toContain(`SET idle_in_transaction_session_timeout = '${IDLE_IN_TRANSACTION_MS}ms';`);
+  });
+
+  test('the role command turns JIT off too: a pooled session never JIT-compiles a statement, as a direct pool\'s do not', async () => {
+    expect((await db.sql<{ jit: string }>({ text: "SELECT current_setting('jit') AS jit", values: [] })).rows[0]!.jit).toBe('off');
   });
 
   test('hot statements are unnamed: the same statement, many at once on shared server connections, never "already exists"', async () => {
