@@ -8,6 +8,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
+/** Memory-backed folder of Linux machines. */
+const MEMORY = '/dev/shm';
+
 /**
  * Where tests keep their data folders: memory (/dev/shm) where the machine has room there, since
  * an embedded database is copied into each folder and written through it; else the temporary
@@ -15,9 +18,9 @@ import path from 'node:path';
  */
 export const TEST_DATA_ROOT = (() => {
   try {
-    const shm = fs.statfsSync('/dev/shm');
-    fs.accessSync('/dev/shm', fs.constants.W_OK);
-    if (shm.bavail * shm.bsize >= 2 ** 30) return '/dev/shm';
+    const shm = fs.statfsSync(MEMORY);
+    fs.accessSync(MEMORY, fs.constants.W_OK);
+    if (shm.bavail * shm.bsize >= 2 ** 30) return MEMORY;
   } catch {
     // no /dev/shm: a machine other than Linux
   }
@@ -33,12 +36,12 @@ export const runFolderPrefix = (run) => `oauth-r${run}-`;
  * user may not remove (another user's run) is left to its owner.
  */
 export function removeRunFolders(whose) {
-  for (const root of new Set(['/dev/shm', os.tmpdir()])) {
+  for (const root of new Set([MEMORY, os.tmpdir()])) {
     let names;
     try {
       names = fs.readdirSync(root);
     } catch {
-      continue; // no /dev/shm here
+      continue; // no memory folder here
     }
     for (const name of names) {
       const run = /^oauth-r(\d+)-/.exec(name)?.[1];

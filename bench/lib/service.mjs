@@ -103,9 +103,6 @@ async function registerKeyClient(base) {
 /** What the bench sets for each service it starts (the modes run side by side): `--env` may not give them. */
 export const PER_SERVICE = ['PORT', 'BASE_URL', 'DATA_DIR'];
 
-/** `--env METRICS_PORT=…` turns the metrics listener on; each service takes a free port for it (`0`), as one port serves one process. */
-const ownListeners = (extraEnv) => (extraEnv.METRICS_PORT === undefined ? {} : { METRICS_PORT: '0' });
-
 /**
  * Prepares a mode's stores and fixtures and starts the service on them.
  * `nodeArgs` go before `dist/launch.cjs` (the bench's --cpu-prof passes Node's profiler flags);
@@ -113,7 +110,9 @@ const ownListeners = (extraEnv) => (extraEnv.METRICS_PORT === undefined ? {} : {
  * `root` is the folder it runs from (its `dist/`); `name` names its log files.
  * Returns the target: { mode, root, base, server, client, keyClient, user, sessionCookie, counters, accessToken, mintCodes(n, client?), signedCodeBodies(codes), exchange(code), startRefusing(), close() }.
  */
-export async function startService(mode, { logDir, nodeArgs = [], env: extraEnv = {}, root = ROOT, name = `service-${mode}` }) {
+export async function startService(mode, { logDir, nodeArgs = [], env: given = {}, root = ROOT, name = `service-${mode}` }) {
+  // `--env METRICS_PORT=…` turns the metrics listener on; each service takes a free port for it (`0`), as one port serves one process.
+  const extraEnv = given.METRICS_PORT === undefined ? given : { ...given, METRICS_PORT: '0' };
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `oauth-bench-${mode}-`));
   const cleanups = [() => fs.rmSync(dataDir, { recursive: true, force: true })];
   // One KEYS_ENCRYPTION_KEY for every instance on the database (the 429 row's has a DATA_DIR of its own).
@@ -133,7 +132,7 @@ export async function startService(mode, { logDir, nodeArgs = [], env: extraEnv 
         const { boundsCommand } = await import(path.join(ROOT, 'dist', 'store', 'pooler.js'));
         // The bounds as the service reads them (its defaults, and --env's in any duration notation).
         const { loadConfig } = await import(path.join(root, 'dist', 'config.js'));
-        const { timeouts } = loadConfig({ ...env, ...extraEnv, ...ownListeners(extraEnv) });
+        const { timeouts } = loadConfig({ ...env, ...extraEnv });
         await admin(boundsCommand(decodeURIComponent(url.username) || 'postgres', database, timeouts), env.DATABASE_URL);
         const bouncer = await startPgbouncer({ upstream: POSTGRES_ADMIN_URL });
         cleanups.push(bouncer.stop);
@@ -147,7 +146,7 @@ export async function startService(mode, { logDir, nodeArgs = [], env: extraEnv 
 
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
-    const serviceEnv = { ...env, ...OPEN_LIMITS, ...extraEnv, ...ownListeners(extraEnv), PORT: String(port), BASE_URL: base };
+    const serviceEnv = { ...env, ...OPEN_LIMITS, ...extraEnv, PORT: String(port), BASE_URL: base };
     const launch = () => startServer(name, [...nodeArgs, 'dist/launch.cjs'], serviceEnv, `${base}/healthz/live`, { logDir, cwd: root });
     const server = await launch();
     cleanups.push(() => target.server.stop());
@@ -218,7 +217,7 @@ export async function startService(mode, { logDir, nodeArgs = [], env: extraEnv 
         const refusingBase = `http://127.0.0.1:${refusingPort}`;
         const refusingDir = fs.mkdtempSync(path.join(os.tmpdir(), `oauth-bench-${mode}-429-`));
         const refusing = await startServer(`${name}-429`, [...nodeArgs, 'dist/launch.cjs'],
-          { ...env, ...extraEnv, ...ownListeners(extraEnv), DATA_DIR: refusingDir, REDIS_KEY_PREFIX: 'bench429:', PORT: String(refusingPort), BASE_URL: refusingBase }, `${refusingBase}/healthz/live`, { logDir, cwd: root });
+          { ...env, ...extraEnv, DATA_DIR: refusingDir, REDIS_KEY_PREFIX: 'bench429:', PORT: String(refusingPort), BASE_URL: refusingBase }, `${refusingBase}/healthz/live`, { logDir, cwd: root });
         return {
           base: refusingBase,
           server: refusing,

@@ -58,7 +58,7 @@ export const DEFAULT_DATABASE_TIMEOUTS: DatabaseTimeouts = { databaseConnectMs: 
  * Behind a pooler the role's settings turn JIT off (pooler.ts boundsCommand), and statements are
  * unnamed, so always planned with their values.
  */
-export const SESSION_SETTINGS = '-c plan_cache_mode=force_custom_plan -c jit=off';
+const SESSION_SETTINGS = '-c plan_cache_mode=force_custom_plan -c jit=off';
 
 /** How much later than the server's statement_timeout the client gives up on its own. */
 const CLIENT_MARGIN_MS = 500;
